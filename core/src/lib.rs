@@ -1,0 +1,313 @@
+//! Large Result Offloading in plain Rust: the logic the `lro` WebAssembly component exports.
+//!
+//! This crate never calls WIT imports: the component (`guest/`) converts its WIT types to the
+//! ones here and passes events through a closure, so everything here runs and is tested natively
+//! too. Files are read and written with `std::fs`, which the component lowers to
+//! `wasi:filesystem` inside the one directory the host preopened.
+
+#![deny(unsafe_code)]
+
+pub mod custody;
+pub mod estimate;
+pub mod offload;
+pub mod recipes;
+pub mod sample;
+pub mod time;
+
+use std::fmt;
+
+pub use custody::{SweepFailure, SweepReport, sweep};
+pub use estimate::estimate;
+pub use offload::offload;
+
+/// The memory operation that produced a result set.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Operation {
+    /// `recall_memories`.
+    Recall,
+    /// A search through the search service.
+    Search,
+    /// `list_memories`.
+    List,
+    /// `inject_context`.
+    Inject,
+}
+
+impl Operation {
+    /// The name used in file names, headers and summaries.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Operation::Recall => "recall",
+            Operation::Search => "search",
+            Operation::List => "list",
+            Operation::Inject => "inject",
+        }
+    }
+
+    /// The detail level a call gets when it names none (spec: light for recall, medium for inject).
+    pub fn default_detail(self) -> Detail {
+        match self {
+            Operation::Inject => Detail::Medium,
+            Operation::Recall | Operation::Search | Operation::List => Detail::Light,
+        }
+    }
+
+    /// True when the result set is ranked (line order is rank order).
+    pub fn is_ranked(self) -> bool {
+        matches!(self, Operation::Recall | Operation::Search)
+    }
+}
+
+/// The MIF detail level of the records.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Detail {
+    /// No `content`.
+    Light,
+    /// `content`, `summary`, flattened `confidence`.
+    Medium,
+    /// Everything; `confidence` under `provenance`.
+    Full,
+}
+
+impl Detail {
+    /// The name used in headers, summaries and guidance.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Detail::Light => "light",
+            Detail::Medium => "medium",
+            Detail::Full => "full",
+        }
+    }
+
+    /// Parses `light`, `medium` or `full`.
+    pub fn parse(text: &str) -> Option<Detail> {
+        match text {
+            "light" => Some(Detail::Light),
+            "medium" => Some(Detail::Medium),
+            "full" => Some(Detail::Full),
+            _ => None,
+        }
+    }
+}
+
+/// How rich the descriptor of an offloaded result is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DescriptorStyle {
+    /// Every field of the spec's `OffloadResponse`.
+    Full,
+    /// `offloaded`, `summary` and `file_path` only.
+    Bare,
+}
+
+/// Settings for one call (the WIT `config` record).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Config {
+    /// When false every result stays inline.
+    pub enabled: bool,
+    /// Offload when the estimate exceeds this.
+    pub threshold: u32,
+    /// Seconds a file lives.
+    pub ttl: u64,
+    /// Absolute path of the offload directory.
+    pub dir: String,
+    /// File name prefix.
+    pub prefix: String,
+    /// Descriptor style.
+    pub descriptor: DescriptorStyle,
+    /// Whether the host offers `lro_extract`.
+    pub native: bool,
+    /// MIF schema version written to headers.
+    pub schema_version: String,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            enabled: true,
+            threshold: 1600,
+            ttl: 3600,
+            dir: "/tmp/lro".to_owned(),
+            prefix: "atlatl".to_owned(),
+            descriptor: DescriptorStyle::Full,
+            native: false,
+            schema_version: "0.1".to_owned(),
+        }
+    }
+}
+
+impl Config {
+    /// Checks the fields every function relies on; the error names the field.
+    pub fn validate(&self) -> Result<(), Error> {
+        if !self.dir.starts_with('/') {
+            return Err(Error::InvalidConfig(format!(
+                "dir must be an absolute path, got {:?}",
+                self.dir
+            )));
+        }
+        let prefix_ok = (1..=32).contains(&self.prefix.len())
+            && self
+                .prefix
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+            && self.prefix.as_bytes()[0].is_ascii_alphanumeric();
+        if !prefix_ok {
+            return Err(Error::InvalidConfig(format!(
+                "prefix must be 1 to 32 ASCII letters, digits, '_' or '-', starting with a letter or digit; got {:?}",
+                self.prefix
+            )));
+        }
+        if self.schema_version.is_empty() || self.schema_version.contains(['\n', '\r']) {
+            return Err(Error::InvalidConfig(format!(
+                "schema_version must be a non-empty single line, got {:?}",
+                self.schema_version
+            )));
+        }
+        Ok(())
+    }
+
+    /// The directory without a trailing slash, ready to join a file name to.
+    pub(crate) fn dir_base(&self) -> &str {
+        let trimmed = self.dir.trim_end_matches('/');
+        if trimmed.is_empty() { "" } else { trimmed }
+    }
+}
+
+/// A parameter of a recipe.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RecipeParam {
+    /// Variable name without `$`.
+    pub name: String,
+    /// Default value.
+    pub default: String,
+}
+
+/// One entry of the recipe library (the WIT `recipe` record).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Recipe {
+    /// 1 to 10.
+    pub number: u8,
+    /// What it does.
+    pub description: String,
+    /// The jq program with `$name` variables.
+    pub program: String,
+    /// Runs over all records at once (`jq -s`).
+    pub slurp: bool,
+    /// Raw string output (`jq -r`).
+    pub raw: bool,
+    /// Parameters with defaults.
+    pub params: Vec<RecipeParam>,
+    /// The shell command with the file path and default values in place.
+    pub command: String,
+}
+
+/// What the host forwards after `offload` (the WIT `outcome` variant).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outcome {
+    /// Stays inline.
+    Inline {
+        /// Records as compact JSON, or the budgeted text for inject.
+        text: String,
+        /// Estimated tokens of the result set.
+        tokens: u32,
+    },
+    /// Written to a file.
+    Offloaded {
+        /// The descriptor JSON.
+        descriptor: String,
+        /// Absolute path of the file.
+        path: String,
+        /// Records written.
+        count: u32,
+        /// Estimated tokens.
+        tokens: u32,
+        /// File size.
+        bytes: u64,
+    },
+    /// The write failed; truncated inline payload.
+    Degraded {
+        /// The payload JSON.
+        payload: String,
+        /// The warning inside it.
+        warning: String,
+        /// Records in the result set.
+        total: u32,
+        /// Records in the payload.
+        returned: u32,
+    },
+}
+
+/// Events reported to the host (the WIT `event` variant).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Event {
+    /// A file was written.
+    OffloadCreated {
+        /// File path.
+        path: String,
+        /// Operation name.
+        operation: String,
+        /// Records written.
+        count: u32,
+        /// Estimated tokens.
+        tokens: u32,
+        /// File size.
+        bytes: u64,
+    },
+    /// A write failed.
+    OffloadWriteFailed {
+        /// Path that could not be written.
+        path: String,
+        /// Operation name.
+        operation: String,
+        /// What failed.
+        error: String,
+        /// Records in the result set.
+        total: u32,
+        /// Records returned inline.
+        returned: u32,
+    },
+    /// A sweep deleted an expired file.
+    OffloadFileExpired {
+        /// File path.
+        path: String,
+        /// Created, ms since the epoch.
+        created: u64,
+        /// Expired, ms since the epoch.
+        expired: u64,
+    },
+}
+
+/// Errors of this crate (the WIT `error` variant).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Error {
+    /// The config is unusable.
+    #[error("invalid config: {0}")]
+    InvalidConfig(String),
+    /// An input is not valid JSON or not of the expected shape.
+    #[error("invalid input: {0}")]
+    InvalidInput(String),
+    /// A filesystem operation without fallback failed.
+    #[error("i/o error: {0}")]
+    Io(String),
+}
+
+/// Writes `s` as a JSON string literal.
+pub(crate) fn json_string(s: &str) -> String {
+    serde_json::to_string(s).expect("a str always serialises")
+}
+
+/// Displays a JSON value's type the way error messages name it.
+pub(crate) struct TypeName<'a>(pub &'a serde_json::Value);
+
+impl fmt::Display for TypeName<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        use serde_json::Value;
+        f.write_str(match self.0 {
+            Value::Null => "null",
+            Value::Bool(_) => "a boolean",
+            Value::Number(_) => "a number",
+            Value::String(_) => "a string",
+            Value::Array(_) => "an array",
+            Value::Object(_) => "an object",
+        })
+    }
+}

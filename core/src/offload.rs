@@ -1,0 +1,615 @@
+//! The record-level interceptor: estimate, decide, write JSONL, describe.
+//!
+//! File format (see `docs/FORMAT.md`): a header line, then one memory object per line, in the
+//! order of the result set. Search hits `{"memory": {...}, "score": x}` are written as the memory
+//! alone; the score never reaches the file.
+
+use std::collections::HashMap;
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, BufWriter, Write};
+
+use serde_json::{Map, Value, json};
+use ulid::Ulid;
+
+use crate::estimate::Counts;
+use crate::recipes::{line_schema, recipes};
+use crate::time::format_rfc3339_ms;
+use crate::{Config, DescriptorStyle, Detail, Error, Event, Operation, Outcome, TypeName, json_string};
+
+/// A result set to intercept (the WIT `request` record).
+#[derive(Debug, Clone, Copy)]
+pub struct Request<'a> {
+    /// The operation.
+    pub operation: Operation,
+    /// Its query, if any.
+    pub query: Option<&'a str>,
+    /// The requested detail level; None means the operation's default.
+    pub detail: Option<Detail>,
+    /// JSON array of memories or search hits.
+    pub records: &'a str,
+    /// For inject: the budgeted text.
+    pub text: Option<&'a str>,
+}
+
+/// One record of the result set, serialised once.
+struct Record {
+    /// Compact JSON of the element as given (hit or memory): what inline delivery would send.
+    inline: String,
+    /// Compact JSON of the memory alone: the file line. None when it equals `inline`.
+    line: Option<String>,
+    namespace: Option<String>,
+    score: Option<f64>,
+}
+
+impl Record {
+    fn line(&self) -> &str {
+        self.line.as_deref().unwrap_or(&self.inline)
+    }
+}
+
+/// Intercepts one result set. Events go to `emit` before this returns.
+pub fn offload(config: &Config, request: &Request<'_>, emit: &mut dyn FnMut(Event)) -> Result<Outcome, Error> {
+    config.validate()?;
+    match (request.operation, request.text) {
+        (Operation::Inject, None) => {
+            return Err(Error::InvalidInput(
+                "inject needs `text`, the budgeted context returned when the result set stays inline".into(),
+            ));
+        }
+        (op, Some(_)) if op != Operation::Inject => {
+            return Err(Error::InvalidInput(format!(
+                "`text` is only for inject; {} takes the records alone",
+                op.as_str()
+            )));
+        }
+        _ => {}
+    }
+    let records = parse_records(request.records)?;
+
+    // The estimate covers the JSON text the result set would be returned as inline.
+    let mut counts = Counts {
+        other: 2 + records.len().saturating_sub(1) as u64,
+        cjk: 0,
+    };
+    for record in &records {
+        counts = counts + Counts::of(&record.inline);
+    }
+    let tokens = counts.tokens();
+
+    if !config.enabled || tokens <= config.threshold {
+        let text = match request.text {
+            Some(text) => text.to_owned(),
+            None => join_array(records.iter().map(|r| r.inline.as_str())),
+        };
+        return Ok(Outcome::Inline { text, tokens });
+    }
+
+    let detail = request.detail.unwrap_or(request.operation.default_detail());
+    let ulid = Ulid::generate();
+    let operation = request.operation.as_str();
+    let name = format!("{}-{operation}-{ulid}.jsonl", config.prefix);
+    let path = format!("{}/{name}", config.dir_base());
+    let header = header_line(config, request, detail, records.len(), tokens, ulid.timestamp_ms());
+
+    match write_atomically(config, &name, &header, &records) {
+        Ok(bytes) => {
+            let count = len_u32(records.len());
+            let descriptor = descriptor(config, request.operation, detail, &path, &records, tokens);
+            emit(Event::OffloadCreated {
+                path: path.clone(),
+                operation: operation.to_owned(),
+                count,
+                tokens,
+                bytes,
+            });
+            Ok(Outcome::Offloaded {
+                descriptor,
+                path,
+                count,
+                tokens,
+                bytes,
+            })
+        }
+        Err(err) => {
+            let error = format!("writing {path}: {err}");
+            let (payload, warning, returned) = degrade(config, &records, &error);
+            let total = len_u32(records.len());
+            emit(Event::OffloadWriteFailed {
+                path,
+                operation: operation.to_owned(),
+                error,
+                total,
+                returned,
+            });
+            Ok(Outcome::Degraded {
+                payload,
+                warning,
+                total,
+                returned,
+            })
+        }
+    }
+}
+
+fn len_u32(n: usize) -> u32 {
+    u32::try_from(n).unwrap_or(u32::MAX)
+}
+
+fn parse_records(text: &str) -> Result<Vec<Record>, Error> {
+    let value: Value =
+        serde_json::from_str(text).map_err(|e| Error::InvalidInput(format!("records are not valid JSON: {e}")))?;
+    let Value::Array(items) = value else {
+        return Err(Error::InvalidInput(format!(
+            "records must be a JSON array of memory objects or search hits, got {}",
+            TypeName(&value)
+        )));
+    };
+    items
+        .into_iter()
+        .enumerate()
+        .map(|(i, item)| {
+            let Value::Object(object) = item else {
+                return Err(Error::InvalidInput(format!(
+                    "records[{i}] is {}; expected a memory object or a search hit {{\"memory\": {{...}}, \"score\": n}}",
+                    TypeName(&item)
+                )));
+            };
+            to_record(i, object)
+        })
+        .collect()
+}
+
+fn to_record(i: usize, object: Map<String, Value>) -> Result<Record, Error> {
+    let inline = Value::Object(object);
+    let text = serde_json::to_string(&inline).expect("a Value always serialises");
+    let Value::Object(object) = inline else {
+        unreachable!("built as an object above")
+    };
+    match object.get("memory") {
+        Some(Value::Object(memory)) => {
+            let score = match object.get("score") {
+                None | Some(Value::Null) => None,
+                Some(Value::Number(n)) => n.as_f64(),
+                Some(other) => {
+                    return Err(Error::InvalidInput(format!(
+                        "records[{i}].score is {}; a search hit's score must be a number",
+                        TypeName(other)
+                    )));
+                }
+            };
+            Ok(Record {
+                line: Some(serde_json::to_string(memory).expect("a Map always serialises")),
+                namespace: namespace_of(memory),
+                score,
+                inline: text,
+            })
+        }
+        _ => Ok(Record {
+            namespace: namespace_of(&object),
+            score: None,
+            line: None,
+            inline: text,
+        }),
+    }
+}
+
+fn namespace_of(memory: &Map<String, Value>) -> Option<String> {
+    memory.get("namespace").and_then(Value::as_str).map(str::to_owned)
+}
+
+fn join_array<'a>(items: impl Iterator<Item = &'a str>) -> String {
+    let mut out = String::from("[");
+    for (i, item) in items.enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        out.push_str(item);
+    }
+    out.push(']');
+    out
+}
+
+fn header_line(
+    config: &Config,
+    request: &Request<'_>,
+    detail: Detail,
+    count: usize,
+    tokens: u32,
+    now_ms: u64,
+) -> String {
+    // Field order follows the spec's OffloadHeader struct.
+    json!({
+        "type": "lro_header",
+        "operation": request.operation.as_str(),
+        "query": request.query,
+        "count": count,
+        "schema_version": config.schema_version,
+        "timestamp": format_rfc3339_ms(now_ms),
+        "estimated_tokens": tokens,
+        "detail": detail.as_str(),
+    })
+    .to_string()
+}
+
+/// Writes header and lines to a hidden temporary name, then renames it into place, so a reader
+/// (or a sweep) never sees a partial file. Returns the file size.
+fn write_atomically(config: &Config, name: &str, header: &str, records: &[Record]) -> io::Result<u64> {
+    let base = config.dir_base();
+    let tmp = format!("{base}/.{name}.tmp");
+    let path = format!("{base}/{name}");
+    let file = OpenOptions::new().write(true).create_new(true).open(&tmp)?;
+    let result = write_lines(file, header, records).and_then(|bytes| {
+        // rename() replaces an existing file; a ULID clash is astronomically unlikely, but
+        // refusing it keeps the no-lost-data promise unconditional.
+        if fs::symlink_metadata(&path).is_ok() {
+            return Err(io::Error::new(io::ErrorKind::AlreadyExists, "the file name is taken"));
+        }
+        fs::rename(&tmp, &path)?;
+        Ok(bytes)
+    });
+    if result.is_err() {
+        let _ = fs::remove_file(&tmp);
+    }
+    result
+}
+
+fn write_lines(file: File, header: &str, records: &[Record]) -> io::Result<u64> {
+    let mut out = BufWriter::with_capacity(256 * 1024, file);
+    let mut bytes = header.len() as u64 + 1;
+    out.write_all(header.as_bytes())?;
+    out.write_all(b"\n")?;
+    for record in records {
+        let line = record.line();
+        out.write_all(line.as_bytes())?;
+        out.write_all(b"\n")?;
+        bytes += line.len() as u64 + 1;
+    }
+    out.into_inner().map_err(|e| e.into_error())?.flush()?;
+    Ok(bytes)
+}
+
+fn top_namespaces(records: &[Record]) -> Vec<&str> {
+    let mut counts: HashMap<&str, usize> = HashMap::new();
+    for ns in records.iter().filter_map(|r| r.namespace.as_deref()) {
+        *counts.entry(ns).or_default() += 1;
+    }
+    let mut ranked: Vec<(&str, usize)> = counts.into_iter().collect();
+    ranked.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+    ranked.into_iter().take(5).map(|(ns, _)| ns).collect()
+}
+
+fn score_range(records: &[Record]) -> Value {
+    let mut scores = records.iter().filter_map(|r| r.score);
+    let Some(first) = scores.next() else { return Value::Null };
+    let (min, max) = scores.fold((first, first), |(lo, hi), s| (lo.min(s), hi.max(s)));
+    json!([min, max])
+}
+
+fn descriptor(
+    config: &Config,
+    operation: Operation,
+    detail: Detail,
+    path: &str,
+    records: &[Record],
+    tokens: u32,
+) -> String {
+    let count = records.len();
+    let summary = json!({
+        "count": count,
+        "estimated_tokens": tokens,
+        "operation": operation.as_str(),
+        "top_namespaces": top_namespaces(records),
+        "score_range": score_range(records),
+        "detail": detail.as_str(),
+    });
+    let value = match config.descriptor {
+        DescriptorStyle::Bare => json!({"offloaded": true, "summary": summary, "file_path": path}),
+        DescriptorStyle::Full => {
+            let recipes: Vec<Value> = recipes(detail, Some(path))
+                .into_iter()
+                .map(|r| json!({"description": r.description, "command": r.command}))
+                .collect();
+            json!({
+                "offloaded": true,
+                "summary": summary,
+                "file_path": path,
+                "line_schema": line_schema(detail),
+                "jq_recipes": recipes,
+                "guidance": guidance(config.native, operation, detail, path, count, tokens),
+            })
+        }
+    };
+    value.to_string()
+}
+
+/// The spec's guidance template (shell or native), plus the two facts it leaves implicit: line
+/// order, and what light detail lacks.
+pub fn guidance(native: bool, operation: Operation, detail: Detail, path: &str, count: usize, tokens: u32) -> String {
+    let d = detail.as_str();
+    let mut text = format!("Results offloaded to JSONL ({count} memories, ~{tokens} tokens saved).\n");
+    if native {
+        let p = json_string(path);
+        let (example, nine, ten) = match detail {
+            Detail::Light => (
+                "select(.memory_type == \"episodic\")",
+                "unique namespaces",
+                "count by type",
+            ),
+            Detail::Medium => ("select(.confidence > 0.8)", "sort by confidence", "search content"),
+            Detail::Full => (
+                "select(.provenance.confidence > 0.8)",
+                "sort by confidence",
+                "search content",
+            ),
+        };
+        text.push_str(&format!(
+            "Detail level: {d}\n\
+             Use the `lro_extract` tool to query this result set. Examples:\n\
+             - Browse: lro_extract(file_path={p}, recipe=1)\n\
+             - Filter by namespace: lro_extract(file_path={p}, recipe=2, params={{\"namespace\": \"_semantic\"}})\n\
+             - Search by keyword: lro_extract(file_path={p}, recipe=3, params={{\"keyword\": \"your term\"}})\n\
+             - Custom filter: lro_extract(file_path={p}, query={})\n\
+             Available recipes: 1=titles+namespaces, 2=filter namespace, 3=search titles,\n\
+             4=IDs+titles, 5=filter type, 6=count by namespace, 7=filter tag, 8=sort by date,\n\
+             9={nine}, 10={ten}.\n",
+            json_string(example)
+        ));
+    } else {
+        text.push_str(&format!(
+            "File: {path}\n\
+             Detail level: {d}\n\
+             Use the jq recipes above to extract specific data. Common patterns:\n\
+             - Browse: recipe #1 (titles with namespaces)\n\
+             - Filter: recipe #2 (by namespace) or #3 (by keyword)\n\
+             - Analyze: recipe #6 (count by namespace)\n\
+             Read the file directly only if you need the complete dataset.\n\
+             The header line (line 1) contains metadata; memory objects start at line 2.\n"
+        ));
+    }
+    if operation.is_ranked() {
+        text.push_str("Records are in rank order, best match first.");
+    } else {
+        text.push_str("Records are in the order the tool returned them.");
+    }
+    if detail == Detail::Light {
+        text.push_str("\nLight detail has no content field; ask for medium or full detail to search content.");
+    }
+    text
+}
+
+/// The truncated inline fallback: the leading records whose whole payload fits the threshold.
+fn degrade(config: &Config, records: &[Record], error: &str) -> (String, String, u32) {
+    let total = records.len();
+    let warning_for = |returned: usize| {
+        format!(
+            "LRO could not write the offload file ({error}). Showing {returned} of {total} records, \
+             truncated to fit {} tokens; the rest is not available. Narrow the request to see them.",
+            config.threshold
+        )
+    };
+    let payload_for = |returned: usize, body: &str| {
+        format!(
+            "{{\"truncated\":true,\"total_count\":{total},\"returned_count\":{returned},\"lro_warning\":{},\"records\":{body}}}",
+            json_string(&warning_for(returned))
+        )
+    };
+    // `total` has at least as many digits as any count returned, so the overhead measured with
+    // it is an upper bound for the real payload's.
+    let overhead = Counts::of(&payload_for(total, "[]"));
+    let mut counts = overhead;
+    let mut returned = 0;
+    for (i, record) in records.iter().enumerate() {
+        let comma = Counts {
+            other: u64::from(i > 0),
+            cjk: 0,
+        };
+        let next = counts + Counts::of(&record.inline) + comma;
+        if next.tokens() > config.threshold {
+            break;
+        }
+        counts = next;
+        returned += 1;
+    }
+    let body = join_array(records[..returned].iter().map(|r| r.inline.as_str()));
+    (payload_for(returned, &body), warning_for(returned), len_u32(returned))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::estimate::estimate;
+
+    fn config(dir: &std::path::Path, threshold: u32) -> Config {
+        Config {
+            dir: dir.to_str().unwrap().to_owned(),
+            threshold,
+            ..Config::default()
+        }
+    }
+
+    fn memory(i: usize, ns: &str) -> Value {
+        json!({"id": format!("m{i}"), "memory_type": "semantic", "namespace": ns, "title": format!("title {i}"), "tags": ["a"], "created": "2026-01-01T00:00:00Z", "status": "active"})
+    }
+
+    fn req(records: &str) -> Request<'_> {
+        Request {
+            operation: Operation::Recall,
+            query: Some("q"),
+            detail: None,
+            records,
+            text: None,
+        }
+    }
+
+    fn run(config: &Config, request: &Request<'_>) -> (Outcome, Vec<Event>) {
+        let mut events = Vec::new();
+        let outcome = offload(config, request, &mut |e| events.push(e)).unwrap();
+        (outcome, events)
+    }
+
+    #[test]
+    fn threshold_is_inclusive() {
+        let dir = tempfile::tempdir().unwrap();
+        let records = serde_json::to_string(&(0..20).map(|i| memory(i, "_semantic/x")).collect::<Vec<_>>()).unwrap();
+        let tokens = estimate(&records);
+        let (at, _) = run(&config(dir.path(), tokens), &req(&records));
+        assert!(matches!(at, Outcome::Inline { tokens: t, .. } if t == tokens));
+        let (over, events) = run(&config(dir.path(), tokens - 1), &req(&records));
+        assert!(matches!(over, Outcome::Offloaded { .. }), "{over:?}");
+        assert!(matches!(events[..], [Event::OffloadCreated { .. }]));
+    }
+
+    #[test]
+    fn inline_text_is_compact_and_in_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let (out, events) = run(
+            &config(dir.path(), 1600),
+            &req("[ {\"b\": 1, \"a\": [1, 2]} , {\"z\":null} ]"),
+        );
+        assert_eq!(
+            out,
+            Outcome::Inline {
+                text: r#"[{"b":1,"a":[1,2]},{"z":null}]"#.into(),
+                tokens: 8
+            }
+        );
+        assert!(events.is_empty());
+    }
+
+    #[test]
+    fn hits_lose_their_score_in_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let hits: Vec<Value> = (0..30)
+            .map(|i| json!({"memory": memory(i, "_episodic/y"), "score": 1.0 - i as f64 / 100.0}))
+            .collect();
+        let records = serde_json::to_string(&hits).unwrap();
+        let (out, _) = run(&config(dir.path(), 100), &req(&records));
+        let Outcome::Offloaded {
+            descriptor,
+            path,
+            count,
+            ..
+        } = out
+        else {
+            panic!("{out:?}")
+        };
+        assert_eq!(count, 30);
+        let text = fs::read_to_string(&path).unwrap();
+        assert!(!text.contains("score"));
+        let second: Value = serde_json::from_str(text.lines().nth(1).unwrap()).unwrap();
+        assert_eq!(second, memory(0, "_episodic/y"));
+        let d: Value = serde_json::from_str(&descriptor).unwrap();
+        assert_eq!(d["summary"]["score_range"], json!([0.71, 1.0]));
+    }
+
+    #[test]
+    fn top_namespaces_are_most_frequent_first_then_by_name() {
+        let names = ["b", "a", "c", "a", "d", "e", "f", "b", "f"];
+        let records: Vec<Record> = names
+            .iter()
+            .map(|n| Record {
+                inline: String::new(),
+                line: None,
+                namespace: Some((*n).into()),
+                score: None,
+            })
+            .collect();
+        assert_eq!(top_namespaces(&records), ["a", "b", "f", "c", "d"]);
+    }
+
+    #[test]
+    fn inject_below_threshold_returns_the_text_unchanged() {
+        let dir = tempfile::tempdir().unwrap();
+        let request = Request {
+            operation: Operation::Inject,
+            query: None,
+            detail: None,
+            records: "[{\"id\":\"x\"}]",
+            text: Some("## Context\n- x"),
+        };
+        let (out, _) = run(&config(dir.path(), 1600), &request);
+        assert_eq!(
+            out,
+            Outcome::Inline {
+                text: "## Context\n- x".into(),
+                tokens: 3
+            }
+        );
+    }
+
+    #[test]
+    fn text_must_match_the_operation() {
+        let dir = tempfile::tempdir().unwrap();
+        let cfg = config(dir.path(), 10);
+        let inject = Request {
+            operation: Operation::Inject,
+            query: None,
+            detail: None,
+            records: "[]",
+            text: None,
+        };
+        assert!(
+            matches!(offload(&cfg, &inject, &mut |_| {}), Err(Error::InvalidInput(m)) if m.contains("inject needs `text`"))
+        );
+        let recall = Request {
+            text: Some("x"),
+            ..req("[]")
+        };
+        assert!(
+            matches!(offload(&cfg, &recall, &mut |_| {}), Err(Error::InvalidInput(m)) if m.contains("only for inject"))
+        );
+    }
+
+    #[test]
+    fn bad_records_are_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let cfg = config(dir.path(), 10);
+        let err = |text: &str| offload(&cfg, &req(text), &mut |_| {}).unwrap_err().to_string();
+        assert!(err("[1,").contains("not valid JSON"), "{}", err("[1,"));
+        assert!(err("{\"a\":1}").contains("must be a JSON array"));
+        assert!(err("[{}, 3]").contains("records[1] is a number"));
+        assert!(err("[{\"memory\":{}, \"score\":\"high\"}]").contains("records[0].score is a string"));
+    }
+
+    #[test]
+    fn degraded_payload_fits_the_threshold() {
+        let records = serde_json::to_string(&(0..50).map(|i| memory(i, "n")).collect::<Vec<_>>()).unwrap();
+        let parsed = parse_records(&records).unwrap();
+        // Below the size of the wrapper and its warning nothing fits: no records, still a warning.
+        let tiny = Config {
+            threshold: 50,
+            ..Config::default()
+        };
+        assert_eq!(degrade(&tiny, &parsed, "writing /x: Permission denied").2, 0);
+        for threshold in [200, 400, 1000] {
+            let cfg = Config {
+                threshold,
+                ..Config::default()
+            };
+            let (payload, warning, returned) = degrade(&cfg, &parsed, "writing /x: Permission denied");
+            assert!(estimate(&payload) <= threshold, "{threshold}: {}", estimate(&payload));
+            let v: Value = serde_json::from_str(&payload).unwrap();
+            assert_eq!(v["returned_count"], returned);
+            assert_eq!(v["records"].as_array().unwrap().len() as u32, returned);
+            assert!(warning.contains(&format!("Showing {returned} of 50 records")));
+            // One more record would not have fitted.
+            if (returned as usize) < parsed.len() {
+                let more = join_array(parsed[..returned as usize + 1].iter().map(|r| r.inline.as_str()));
+                assert!(estimate(&payload) + estimate(&more) - estimate(&v["records"].to_string()) > threshold - 2);
+            }
+        }
+    }
+
+    #[test]
+    fn guidance_follows_the_templates() {
+        let shell = guidance(false, Operation::Recall, Detail::Full, "/tmp/f.jsonl", 247, 38285);
+        assert!(shell.starts_with(
+            "Results offloaded to JSONL (247 memories, ~38285 tokens saved).\nFile: /tmp/f.jsonl\nDetail level: full\n"
+        ));
+        assert!(shell.contains("rank order"));
+        let native = guidance(true, Operation::List, Detail::Medium, "/tmp/f.jsonl", 1, 2);
+        assert!(native.contains("lro_extract(file_path=\"/tmp/f.jsonl\", recipe=1)"));
+        assert!(native.contains("query=\"select(.confidence > 0.8)\""));
+        assert!(!native.contains("File:"));
+    }
+}

@@ -1,0 +1,311 @@
+//! The v2 jq recipe library, line schemas per detail level, and shell quoting.
+//!
+//! The programs are the exact ones in `spec/README.md`: recipes 1 to 8 use light fields only,
+//! 9 and 10 adapt to the detail level, none references `.score`.
+
+use serde_json::{Value, json};
+
+use crate::{Detail, Recipe, RecipeParam, json_string};
+
+/// (number, description, program, slurp, raw, params)
+type Row = (
+    u8,
+    &'static str,
+    &'static str,
+    bool,
+    bool,
+    &'static [(&'static str, &'static str)],
+);
+
+const UNIVERSAL: [Row; 8] = [
+    (
+        1,
+        "List titles with namespaces",
+        "[.title, .namespace] | @tsv",
+        false,
+        true,
+        &[],
+    ),
+    (
+        2,
+        "Filter by namespace prefix",
+        "select(.namespace | startswith($namespace))",
+        false,
+        false,
+        &[("namespace", "_semantic")],
+    ),
+    (
+        3,
+        "Search titles by keyword",
+        "select(.title | test($keyword; \"i\"))",
+        false,
+        false,
+        &[("keyword", "keyword")],
+    ),
+    (
+        4,
+        "Extract IDs and titles only",
+        "{id, title, namespace}",
+        false,
+        false,
+        &[],
+    ),
+    (
+        5,
+        "Filter by memory type",
+        "select(.memory_type == $memory_type)",
+        false,
+        false,
+        &[("memory_type", "semantic")],
+    ),
+    (
+        6,
+        "Count by namespace",
+        "group_by(.namespace) | map({namespace: .[0].namespace, count: length})",
+        true,
+        false,
+        &[],
+    ),
+    (
+        7,
+        "Filter by tag",
+        "select((.tags // []) | index($tag))",
+        false,
+        false,
+        &[("tag", "TAG")],
+    ),
+    (8, "Sort by created date", "sort_by(.created)", true, false, &[]),
+];
+
+const CONTENT_SEARCH: Row = (
+    10,
+    "Full-text search in content (.content)",
+    "select(.content | test($pattern; \"i\"))",
+    false,
+    false,
+    &[("pattern", "pattern")],
+);
+
+fn adaptive(detail: Detail) -> [Row; 2] {
+    match detail {
+        Detail::Light => [
+            (
+                9,
+                "List unique namespaces",
+                "map(.namespace) | unique",
+                true,
+                false,
+                &[],
+            ),
+            (
+                10,
+                "Count by memory_type",
+                "group_by(.memory_type) | map({memory_type: .[0].memory_type, count: length})",
+                true,
+                false,
+                &[],
+            ),
+        ],
+        Detail::Medium => [
+            (
+                9,
+                "Sort by confidence desc (.confidence)",
+                "sort_by(-.confidence)",
+                true,
+                false,
+                &[],
+            ),
+            CONTENT_SEARCH,
+        ],
+        Detail::Full => [
+            (
+                9,
+                "Sort by confidence desc (.provenance.confidence)",
+                "sort_by(-.provenance.confidence)",
+                true,
+                false,
+                &[],
+            ),
+            CONTENT_SEARCH,
+        ],
+    }
+}
+
+/// The ten recipes for `detail`. `file` goes, shell-quoted, into each command; without it the
+/// commands keep the placeholder `{file}`.
+pub fn recipes(detail: Detail, file: Option<&str>) -> Vec<Recipe> {
+    let quoted = file.map_or_else(|| "{file}".to_owned(), shell_quote);
+    UNIVERSAL
+        .iter()
+        .chain(adaptive(detail).iter())
+        .map(|&(number, description, program, slurp, raw, params)| {
+            let mut shell_program = program.to_owned();
+            for (name, default) in params {
+                shell_program = shell_program.replace(&format!("${name}"), &json_string(default));
+            }
+            let flag = if slurp {
+                " -s"
+            } else if raw {
+                " -r"
+            } else {
+                ""
+            };
+            Recipe {
+                number,
+                description: description.to_owned(),
+                program: program.to_owned(),
+                slurp,
+                raw,
+                params: params
+                    .iter()
+                    .map(|(name, default)| RecipeParam {
+                        name: (*name).to_owned(),
+                        default: (*default).to_owned(),
+                    })
+                    .collect(),
+                command: format!("tail -n +2 {quoted} | jq{flag} '{shell_program}'"),
+            }
+        })
+        .collect()
+}
+
+/// Quotes `text` for a POSIX shell: single quotes, with each `'` written as `'\''`.
+pub fn shell_quote(text: &str) -> String {
+    format!("'{}'", text.replace('\'', r"'\''"))
+}
+
+/// The JSON Schema of one record line at `detail`. Only the identity fields are required: a
+/// memory server may omit the others, and the schema describes rather than validates.
+pub fn line_schema(detail: Detail) -> Value {
+    let string = || json!({"type": "string"});
+    let time = || json!({"type": "string", "format": "date-time"});
+    let mut properties = json!({
+        "id": string(),
+        "memory_type": {"enum": ["semantic", "episodic", "procedural"]},
+        "namespace": string(),
+        "title": string(),
+        "tags": {"type": ["array", "null"], "items": {"type": "string"}},
+        "created": time(),
+        "modified": time(),
+        "status": string(),
+    });
+    let props = properties.as_object_mut().expect("an object literal");
+    match detail {
+        Detail::Light => {}
+        Detail::Medium => {
+            props.insert("content".into(), string());
+            props.insert("summary".into(), string());
+            props.insert(
+                "confidence".into(),
+                json!({"type": "number", "minimum": 0, "maximum": 1}),
+            );
+        }
+        Detail::Full => {
+            props.insert("content".into(), string());
+            props.insert("summary".into(), string());
+            for key in ["entities", "relationships", "wiki_links", "citations"] {
+                props.insert(key.into(), json!({"type": "array"}));
+            }
+            for key in ["embedding", "blocks", "extensions"] {
+                props.insert(key.into(), json!({"type": "object"}));
+            }
+            props.insert(
+                "provenance".into(),
+                json!({"type": "object", "properties": {
+                    "source_type": string(), "source_ref": string(), "agent": string(),
+                    "confidence": {"type": "number", "minimum": 0, "maximum": 1},
+                    "trust_level": string(),
+                }}),
+            );
+            props.insert(
+                "temporal".into(),
+                json!({"type": "object", "properties": {
+                    "valid_from": time(), "valid_until": time(), "recorded_at": time(),
+                    "ttl": {}, "decay": {"type": "object"},
+                    "access_count": {"type": "integer"}, "last_accessed": time(),
+                }}),
+            );
+        }
+    }
+    json!({
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "type": "object",
+        "required": ["id", "memory_type", "namespace", "title", "created"],
+        "properties": properties,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_level_has_ten_numbered_recipes_without_score() {
+        for detail in [Detail::Light, Detail::Medium, Detail::Full] {
+            let list = recipes(detail, Some("/tmp/x.jsonl"));
+            assert_eq!(list.len(), 10);
+            for (i, r) in list.iter().enumerate() {
+                assert_eq!(r.number as usize, i + 1);
+                assert!(!r.program.contains("score") && !r.command.contains("score"));
+                assert!(r.command.starts_with("tail -n +2 '/tmp/x.jsonl' | jq"), "{}", r.command);
+                assert!(!r.command.contains('$'), "a variable left in {}", r.command);
+            }
+        }
+    }
+
+    #[test]
+    fn adaptive_recipes_use_the_fields_of_their_level() {
+        let light = recipes(Detail::Light, None);
+        assert!(
+            light
+                .iter()
+                .all(|r| !r.program.contains("content") && !r.program.contains("confidence"))
+        );
+        assert_eq!(recipes(Detail::Medium, None)[8].program, "sort_by(-.confidence)");
+        assert_eq!(
+            recipes(Detail::Full, None)[8].program,
+            "sort_by(-.provenance.confidence)"
+        );
+        assert_eq!(
+            recipes(Detail::Full, None)[9].program,
+            "select(.content | test($pattern; \"i\"))"
+        );
+    }
+
+    #[test]
+    fn shell_commands_carry_defaults_and_flags() {
+        let list = recipes(Detail::Light, None);
+        assert_eq!(
+            list[0].command,
+            "tail -n +2 {file} | jq -r '[.title, .namespace] | @tsv'"
+        );
+        assert_eq!(
+            list[1].command,
+            "tail -n +2 {file} | jq 'select(.namespace | startswith(\"_semantic\"))'"
+        );
+        assert_eq!(
+            list[5].command,
+            "tail -n +2 {file} | jq -s 'group_by(.namespace) | map({namespace: .[0].namespace, count: length})'"
+        );
+        assert_eq!(
+            list[6].command,
+            "tail -n +2 {file} | jq 'select((.tags // []) | index(\"TAG\"))'"
+        );
+    }
+
+    #[test]
+    fn quotes_paths_for_the_shell() {
+        assert_eq!(shell_quote("/tmp/a b"), "'/tmp/a b'");
+        assert_eq!(shell_quote("/tmp/it's"), r"'/tmp/it'\''s'");
+    }
+
+    #[test]
+    fn schemas_differ_by_level() {
+        let light = line_schema(Detail::Light);
+        assert!(light["properties"].get("content").is_none());
+        assert!(line_schema(Detail::Medium)["properties"]["confidence"].is_object());
+        let full = line_schema(Detail::Full);
+        assert!(full["properties"].get("confidence").is_none());
+        assert!(full["properties"]["provenance"]["properties"]["confidence"].is_object());
+    }
+}
