@@ -1,0 +1,50 @@
+//! Builds the guest for wasm32-wasip2 and hands the component to `include_bytes!`, so
+//! `cargo build`, `cargo run -p lro-host` and `cargo test` need no separate step.
+
+use std::env;
+use std::path::PathBuf;
+use std::process::Command;
+
+fn main() {
+    let manifest = PathBuf::from(env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));
+    let root = manifest.parent().expect("host/ sits in the workspace").to_path_buf();
+    for input in ["guest", "core", "wit", "Cargo.lock", "Cargo.toml"] {
+        println!("cargo:rerun-if-changed={}", root.join(input).display());
+    }
+    let out = PathBuf::from(env::var_os("OUT_DIR").expect("cargo sets OUT_DIR")).join("lro.wasm");
+
+    // A separate target directory: the outer cargo holds the lock on the normal one.
+    let target_dir = env::var_os("CARGO_TARGET_DIR")
+        .map_or_else(|| root.join("target"), PathBuf::from)
+        .join("guest");
+    let cargo = env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let output = Command::new(cargo)
+        .current_dir(&root)
+        .args([
+            "build",
+            "--package",
+            "lro-guest",
+            "--target",
+            "wasm32-wasip2",
+            "--release",
+            "--target-dir",
+        ])
+        .arg(&target_dir)
+        // Flags and wrappers meant for the host build (clippy, coverage) must not reach the guest.
+        .env_remove("RUSTFLAGS")
+        .env_remove("CARGO_ENCODED_RUSTFLAGS")
+        .env_remove("RUSTC_WRAPPER")
+        .env_remove("RUSTC_WORKSPACE_WRAPPER")
+        .env_remove("CARGO_TARGET_DIR")
+        .output()
+        .expect("running cargo to build the guest component");
+    if !output.status.success() {
+        panic!(
+            "building the guest component (cargo build -p lro-guest --target wasm32-wasip2 --release) failed.\n\
+             If the target is missing, run `rustup target add wasm32-wasip2`.\n{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+    let built = target_dir.join("wasm32-wasip2/release/lro_guest.wasm");
+    std::fs::copy(&built, &out).unwrap_or_else(|e| panic!("copying {}: {e}", built.display()));
+}

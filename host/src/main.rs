@@ -1,0 +1,412 @@
+//! `lro`: offload large MCP results to JSONL through the LRO component, and look after the files.
+//!
+//! stdout carries the result (what the tool would return), stderr diagnostics. Exit codes:
+//! 0 success, 1 a domain error (the component could not do its work on valid input),
+//! 2 a usage error, bad input, a bad config value, or a stopped/trapped component.
+
+use std::io::{IsTerminal, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use anyhow::{Context, bail};
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use serde::Deserialize;
+use serde_json::{Value, json, value::RawValue};
+
+use lro_host::{
+    DescriptorStyle, Detail, Event, LroError, Operation, Options, Outcome, Overrides, Request, Runtime, Settings,
+};
+
+#[derive(Parser)]
+#[command(
+    name = "lro",
+    version,
+    about = "Large Result Offloading for MCP, through the LRO WebAssembly component"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+    /// Wall-clock limit for one component call.
+    #[arg(long, global = true, value_name = "SECONDS", default_value_t = 10.0)]
+    timeout: f64,
+    /// Memory limit of the component.
+    #[arg(long, global = true, value_name = "MIB", default_value_t = 2048)]
+    memory_limit: usize,
+    /// Print the component's events as JSON lines on stderr.
+    #[arg(long, global = true)]
+    events: bool,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Offload a result set (record level): print the text to forward (inline records, a
+    /// descriptor, or a truncated fallback).
+    Offload(OffloadArgs),
+    /// Delete expired offload files; print a JSON report.
+    Sweep(SweepArgs),
+    /// Print the ten jq recipes for a detail level.
+    Recipes(RecipesArgs),
+    /// Write the embedded component (`.wasm`) for other hosts.
+    Component {
+        /// Output file; standard output when absent.
+        #[arg(short, long, value_name = "FILE")]
+        output: Option<PathBuf>,
+    },
+    /// Print deterministic sample MIF records (a JSON array) for demos and tests.
+    Sample(SampleArgs),
+}
+
+#[derive(Args)]
+struct ConfigArgs {
+    /// TOML file with a [prompt.offload] section.
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// Offload above this many estimated tokens (prompt.offload.threshold_tokens).
+    #[arg(long, value_name = "N")]
+    threshold: Option<u32>,
+    /// Seconds files live (prompt.offload.ttl_seconds).
+    #[arg(long, value_name = "S")]
+    ttl: Option<u64>,
+    /// Offload directory (prompt.offload.output_dir).
+    #[arg(long, value_name = "DIR")]
+    output_dir: Option<String>,
+    /// File name prefix (prompt.offload.prefix).
+    #[arg(long)]
+    prefix: Option<String>,
+}
+
+impl ConfigArgs {
+    fn settings(&self, extra: Overrides) -> anyhow::Result<Settings> {
+        let flags = Overrides {
+            threshold_tokens: self.threshold,
+            ttl_seconds: self.ttl,
+            output_dir: self.output_dir.clone(),
+            prefix: self.prefix.clone(),
+            ..extra
+        };
+        Ok(Settings::from_environment(self.config.as_deref(), &flags)?)
+    }
+}
+
+#[derive(Args)]
+struct OffloadArgs {
+    /// The operation that produced the records.
+    #[arg(long, value_enum, default_value_t = Op::Recall)]
+    operation: Op,
+    /// The operation's query, written to the file header.
+    #[arg(long)]
+    query: Option<String>,
+    /// Detail level of the records (default: light, medium for inject).
+    #[arg(long, value_enum)]
+    detail: Option<Level>,
+    /// Descriptor style (prompt.offload.descriptor).
+    #[arg(long, value_enum)]
+    descriptor: Option<Style>,
+    /// The host offers `lro_extract`: guidance points to it (prompt.offload.native).
+    #[arg(long)]
+    native: bool,
+    /// Never offload (prompt.offload.enabled = false).
+    #[arg(long)]
+    disabled: bool,
+    #[command(flatten)]
+    config: ConfigArgs,
+    /// JSON array of records or search hits; for inject {"records": [...], "text": "..."}.
+    /// Standard input when absent or `-`.
+    input: Option<PathBuf>,
+}
+
+#[derive(Args)]
+struct SweepArgs {
+    /// The current time (RFC 3339); default: now.
+    #[arg(long, value_name = "RFC3339")]
+    now: Option<String>,
+    #[command(flatten)]
+    config: ConfigArgs,
+}
+
+#[derive(Args)]
+struct RecipesArgs {
+    /// Detail level.
+    #[arg(long, value_enum, default_value_t = Level::Light)]
+    detail: Level,
+    /// Path to put in the commands (default: the placeholder {file}).
+    #[arg(long, value_name = "PATH")]
+    file: Option<String>,
+    /// Print the recipes as a JSON array with programs and parameters.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Args)]
+struct SampleArgs {
+    /// Detail level of the records.
+    #[arg(long, value_enum, default_value_t = Level::Full)]
+    detail: Level,
+    /// Number of records.
+    #[arg(long, default_value_t = 500)]
+    count: usize,
+    /// Seed; the same seed gives the same records.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Wrap records as search hits {"memory": ..., "score": ...}.
+    #[arg(long)]
+    hits: bool,
+    /// Print inject input: {"records": [...], "text": "..."} with a budgeted text of the first records.
+    #[arg(long, conflicts_with = "hits")]
+    inject: bool,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum Op {
+    Recall,
+    Search,
+    List,
+    Inject,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum Level {
+    Light,
+    Medium,
+    Full,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum Style {
+    Full,
+    Bare,
+}
+
+impl From<Level> for Detail {
+    fn from(level: Level) -> Detail {
+        match level {
+            Level::Light => Detail::Light,
+            Level::Medium => Detail::Medium,
+            Level::Full => Detail::Full,
+        }
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            // `lro ... | head` closing the pipe early is a normal way to stop.
+            let broken_pipe = err.chain().any(|c| {
+                c.downcast_ref::<std::io::Error>()
+                    .is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe)
+            });
+            if broken_pipe {
+                return ExitCode::SUCCESS;
+            }
+            eprintln!("lro: {err:#}");
+            ExitCode::from(exit_code(&err))
+        }
+    }
+}
+
+/// 1 for domain errors, 2 for everything else (usage, bad input, config, limits, traps).
+fn exit_code(err: &anyhow::Error) -> u8 {
+    match err.chain().find_map(|c| c.downcast_ref::<lro_host::Error>()) {
+        Some(lro_host::Error::Lro(LroError::Io(_))) => 1,
+        _ => 2,
+    }
+}
+
+fn runtime(cli: &Cli) -> anyhow::Result<Runtime> {
+    if !(cli.timeout.is_finite() && cli.timeout > 0.0) {
+        bail!("--timeout must be a positive number of seconds, got {}", cli.timeout);
+    }
+    let events: Option<lro_host::EventSink> = cli
+        .events
+        .then(|| Arc::new(|event: &Event| eprintln!("{}", event_json(event))) as lro_host::EventSink);
+    let options = Options {
+        deadline: Duration::from_secs_f64(cli.timeout),
+        memory: cli.memory_limit.saturating_mul(1 << 20),
+        cache_dir: Options::default_cache_dir(),
+        events,
+    };
+    Ok(Runtime::new(options)?)
+}
+
+fn run(cli: Cli) -> anyhow::Result<()> {
+    match &cli.command {
+        Command::Offload(args) => offload(&cli, args),
+        Command::Sweep(args) => sweep(&cli, args),
+        Command::Recipes(args) => recipes(&cli, args),
+        Command::Component { output } => component(output.as_deref()),
+        Command::Sample(args) => sample(args),
+    }
+}
+
+fn offload(cli: &Cli, args: &OffloadArgs) -> anyhow::Result<()> {
+    let extra = Overrides {
+        descriptor: args.descriptor.map(|s| match s {
+            Style::Full => DescriptorStyle::Full,
+            Style::Bare => DescriptorStyle::Bare,
+        }),
+        native: args.native.then_some(true),
+        enabled: args.disabled.then_some(false),
+        ..Overrides::default()
+    };
+    let config = args.config.settings(extra)?.config()?;
+    let input = read_input(args.input.as_deref())?;
+    let operation = match args.operation {
+        Op::Recall => Operation::Recall,
+        Op::Search => Operation::Search,
+        Op::List => Operation::List,
+        Op::Inject => Operation::Inject,
+    };
+    let (records, text) = if let Op::Inject = args.operation {
+        #[derive(Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct InjectInput {
+            records: Box<RawValue>,
+            text: String,
+        }
+        let parsed: InjectInput =
+            serde_json::from_str(&input).context("inject input must be {\"records\": [...], \"text\": \"...\"}")?;
+        (parsed.records.get().to_owned(), Some(parsed.text))
+    } else {
+        (input, None)
+    };
+    let request = Request {
+        operation,
+        query: args.query.clone(),
+        detail: args.detail.map(Detail::from),
+        records,
+        text,
+    };
+    let outcome = runtime(cli)?.offload(&config, &request)?;
+    let text = match &outcome {
+        Outcome::Inline(inline) => &inline.text,
+        Outcome::Offloaded(offloaded) => &offloaded.descriptor,
+        Outcome::Degraded(degraded) => {
+            eprintln!("lro: warning: {}", degraded.warning);
+            &degraded.payload
+        }
+    };
+    print_line(text)
+}
+
+fn sweep(cli: &Cli, args: &SweepArgs) -> anyhow::Result<()> {
+    let config = args.config.settings(Overrides::default())?.config()?;
+    let now = match &args.now {
+        Some(text) => lro_core::time::parse_rfc3339_ms(text).with_context(|| {
+            format!("--now: expected an RFC 3339 timestamp such as 2026-11-21T10:00:00Z, got {text:?}")
+        })?,
+        None => u64::try_from(SystemTime::now().duration_since(UNIX_EPOCH)?.as_millis())?,
+    };
+    let report = runtime(cli)?.sweep(&config, now)?;
+    let failed: Vec<Value> = report
+        .failed
+        .iter()
+        .map(|f| json!({"path": f.path, "reason": f.reason}))
+        .collect();
+    print_line(&json!({"deleted": report.deleted, "kept": report.kept, "failed": failed}).to_string())
+}
+
+fn recipes(cli: &Cli, args: &RecipesArgs) -> anyhow::Result<()> {
+    let config = Settings::default().config()?;
+    let list = runtime(cli)?.recipes(&config, args.detail.into(), args.file.as_deref())?;
+    if args.json {
+        let values: Vec<Value> = list
+            .iter()
+            .map(|r| {
+                let params: Vec<Value> = r
+                    .params
+                    .iter()
+                    .map(|p| json!({"name": p.name, "default": p.default}))
+                    .collect();
+                json!({"number": r.number, "description": r.description, "program": r.program, "slurp": r.slurp,
+                       "raw": r.raw, "params": params, "command": r.command})
+            })
+            .collect();
+        return print_line(&Value::Array(values).to_string());
+    }
+    let mut text = String::new();
+    for r in &list {
+        text.push_str(&format!("{:>2}  {}\n    {}\n", r.number, r.description, r.command));
+    }
+    print_line(text.trim_end())
+}
+
+fn component(output: Option<&Path>) -> anyhow::Result<()> {
+    match output {
+        Some(path) => {
+            let tmp = path.with_extension("wasm.tmp");
+            std::fs::write(&tmp, lro_host::COMPONENT)
+                .and_then(|()| std::fs::rename(&tmp, path))
+                .with_context(|| format!("writing {}", path.display()))
+        }
+        None => {
+            let mut stdout = std::io::stdout().lock();
+            if stdout.is_terminal() {
+                bail!("refusing to write binary WebAssembly to a terminal; use -o FILE or a redirect");
+            }
+            stdout
+                .write_all(lro_host::COMPONENT)
+                .context("writing standard output")?;
+            stdout.flush().context("writing standard output")
+        }
+    }
+}
+
+fn sample(args: &SampleArgs) -> anyhow::Result<()> {
+    let detail = match args.detail {
+        Level::Light => lro_core::Detail::Light,
+        Level::Medium => lro_core::Detail::Medium,
+        Level::Full => lro_core::Detail::Full,
+    };
+    let records = lro_core::sample::records(detail, args.count, args.seed, args.hits);
+    if args.inject {
+        // What a budgeting step would keep: a few titles, as inject_context formats them.
+        let mut text = String::from("## Relevant memories\n");
+        for r in records.iter().take(5) {
+            text.push_str(&format!(
+                "- {} ({})\n",
+                r["title"].as_str().unwrap_or(""),
+                r["namespace"].as_str().unwrap_or("")
+            ));
+        }
+        return print_line(&json!({"records": records, "text": text}).to_string());
+    }
+    print_line(&Value::Array(records).to_string())
+}
+
+fn read_input(path: Option<&Path>) -> anyhow::Result<String> {
+    match path {
+        Some(p) if p != Path::new("-") => {
+            std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))
+        }
+        _ => {
+            let mut text = String::new();
+            std::io::stdin()
+                .read_to_string(&mut text)
+                .context("reading standard input")?;
+            Ok(text)
+        }
+    }
+}
+
+fn print_line(text: &str) -> anyhow::Result<()> {
+    let mut stdout = std::io::stdout().lock();
+    stdout.write_all(text.as_bytes()).context("writing standard output")?;
+    stdout.write_all(b"\n").context("writing standard output")?;
+    stdout.flush().context("writing standard output")
+}
+
+/// Events as JSON lines, named as in the spec (`OffloadCreated`, ...).
+fn event_json(event: &Event) -> Value {
+    match event {
+        Event::OffloadCreated(e) => json!({"event": "OffloadCreated", "path": e.path, "operation": e.operation,
+            "count": e.count, "tokens": e.tokens, "bytes": e.bytes}),
+        Event::OffloadWriteFailed(e) => json!({"event": "OffloadWriteFailed", "path": e.path, "operation": e.operation,
+            "error": e.error, "total": e.total, "returned": e.returned}),
+        Event::OffloadFileExpired(e) => json!({"event": "OffloadFileExpired", "path": e.path,
+            "created": lro_core::time::format_rfc3339_ms(e.created), "expired": lro_core::time::format_rfc3339_ms(e.expired)}),
+    }
+}
