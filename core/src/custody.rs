@@ -34,15 +34,21 @@ const MAX_HEADER_BYTES: u64 = 1 << 20;
 
 /// Which of our files a directory entry is.
 #[derive(Debug, PartialEq, Eq)]
-enum Kind {
+pub(crate) enum Kind {
     /// `{prefix}-{operation}-{ulid}.jsonl`
     Offload(Ulid),
     /// `.{prefix}-{operation}-{ulid}.jsonl.tmp`, left by an interrupted write.
     Temporary(Ulid),
 }
 
+impl Kind {
+    pub(crate) fn is_offload(&self) -> bool {
+        matches!(self, Kind::Offload(_))
+    }
+}
+
 /// Recognises our file names; anything else is None and is never touched.
-fn classify(prefix: &str, name: &str) -> Option<Kind> {
+pub(crate) fn classify(prefix: &str, name: &str) -> Option<Kind> {
     let (stem, temporary) = match name.strip_prefix('.') {
         Some(rest) => (rest.strip_suffix(".jsonl.tmp")?, true),
         None => (name.strip_suffix(".jsonl")?, false),

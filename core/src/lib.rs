@@ -9,6 +9,8 @@
 
 pub mod custody;
 pub mod estimate;
+pub mod extract;
+pub mod jq;
 pub mod offload;
 pub mod recipes;
 pub mod sample;
@@ -18,6 +20,7 @@ use std::fmt;
 
 pub use custody::{SweepFailure, SweepReport, sweep};
 pub use estimate::estimate;
+pub use extract::{ExtractRequest, Extracted, extract, query};
 pub use offload::offload;
 
 /// The memory operation that produced a result set.
@@ -99,6 +102,15 @@ pub enum DescriptorStyle {
     Bare,
 }
 
+/// Which recipe library descriptors offer and `lro_extract` runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RecipeLibrary {
+    /// The spec v2 library: recipes 9 and 10 adapt to the detail level.
+    V2,
+    /// The older MIF v1 list (`spec/mif-lro-v1.md`), the same at every level.
+    V1,
+}
+
 /// Settings for one call (the WIT `config` record).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Config {
@@ -118,6 +130,8 @@ pub struct Config {
     pub native: bool,
     /// MIF schema version written to headers.
     pub schema_version: String,
+    /// The recipe library.
+    pub recipes: RecipeLibrary,
 }
 
 impl Default for Config {
@@ -131,6 +145,7 @@ impl Default for Config {
             descriptor: DescriptorStyle::Full,
             native: false,
             schema_version: "0.1".to_owned(),
+            recipes: RecipeLibrary::V2,
         }
     }
 }
@@ -288,6 +303,30 @@ pub enum Error {
     /// A filesystem operation without fallback failed.
     #[error("i/o error: {0}")]
     Io(String),
+    /// An extraction request is malformed (recipe and query both or neither, bad params).
+    #[error("invalid request: {0}")]
+    InvalidRequest(String),
+    /// The file does not exist.
+    #[error("not found: {0}")]
+    NotFound(String),
+    /// The path is outside the offload directory.
+    #[error("outside the offload directory: {0}")]
+    OutsideDirectory(String),
+    /// The file is not an LRO file (name or header).
+    #[error("not an LRO file: {0}")]
+    NotLroFile(String),
+    /// The file's time to live has passed.
+    #[error("expired: {0}")]
+    Expired(String),
+    /// A line of the file is not valid JSON.
+    #[error("corrupt file: {0}")]
+    Corrupt(String),
+    /// The jq filter does not parse or compile.
+    #[error("invalid filter: {0}")]
+    InvalidFilter(String),
+    /// The jq filter failed while running.
+    #[error("filter failed: {0}")]
+    FilterFailed(String),
 }
 
 /// Writes `s` as a JSON string literal.

@@ -12,7 +12,7 @@ use serde_json::{Map, Value, json};
 use ulid::Ulid;
 
 use crate::estimate::Counts;
-use crate::recipes::{line_schema, recipes};
+use crate::recipes::{library, line_schema};
 use crate::time::format_rfc3339_ms;
 use crate::{Config, DescriptorStyle, Detail, Error, Event, Operation, Outcome, TypeName, json_string};
 
@@ -305,7 +305,7 @@ fn descriptor(
     let value = match config.descriptor {
         DescriptorStyle::Bare => json!({"offloaded": true, "summary": summary, "file_path": path}),
         DescriptorStyle::Full => {
-            let recipes: Vec<Value> = recipes(detail, Some(path))
+            let recipes: Vec<Value> = library(config.recipes, detail, Some(path))
                 .into_iter()
                 .map(|r| json!({"description": r.description, "command": r.command}))
                 .collect();

@@ -1,11 +1,14 @@
 //! The v2 jq recipe library, line schemas per detail level, and shell quoting.
 //!
-//! The programs are the exact ones in `spec/README.md`: recipes 1 to 8 use light fields only,
-//! 9 and 10 adapt to the detail level, none references `.score`.
+//! The programs are those of `spec/README.md`, made robust to missing fields: where a field
+//! may be absent or null (`.namespace`, `.title`, `.content`, `.confidence`), the program
+//! supplies a neutral value with `//`, as the spec's recipe 7 already does for `.tags`, so that
+//! one odd record cannot stop jq 1.6 with an error. Recipes 1 to 8 use light fields only; 9
+//! and 10 adapt to the detail level; none references `.score`.
 
 use serde_json::{Value, json};
 
-use crate::{Detail, Recipe, RecipeParam, json_string};
+use crate::{Detail, Recipe, RecipeLibrary, RecipeParam, json_string};
 
 /// (number, description, program, slurp, raw, params)
 type Row = (
@@ -131,13 +134,83 @@ fn adaptive(detail: Detail) -> [Row; 2] {
     }
 }
 
-/// The ten recipes for `detail`. `file` goes, shell-quoted, into each command; without it the
-/// commands keep the placeholder `{file}`.
+/// The MIF v1 library (`spec/mif-lro-v1.md`), with the same guards against missing fields.
+const V1: [Row; 10] = [
+    (
+        1,
+        "List all titles with scores",
+        "[.title, .provenance.confidence] | @tsv",
+        false,
+        true,
+        &[],
+    ),
+    UNIVERSAL[1],
+    UNIVERSAL[2],
+    (
+        4,
+        "Sort by confidence (descending)",
+        "sort_by(-(.provenance.confidence // 0))",
+        true,
+        false,
+        &[],
+    ),
+    (5, UNIVERSAL[3].1, UNIVERSAL[3].2, false, false, &[]),
+    (
+        6,
+        UNIVERSAL[4].1,
+        UNIVERSAL[4].2,
+        false,
+        false,
+        &[("memory_type", "semantic")],
+    ),
+    (
+        7,
+        "Get memories with entities",
+        "select((.entities // []) | length > 0)",
+        false,
+        false,
+        &[],
+    ),
+    (
+        8,
+        "Count by namespace",
+        "group_by(.namespace) | map({namespace: .[0].namespace, count: length}) | sort_by(-.count)",
+        true,
+        false,
+        &[],
+    ),
+    (
+        9,
+        "Get top N by score",
+        "sort_by(-(.provenance.confidence // 0)) | .[:10]",
+        true,
+        false,
+        &[],
+    ),
+    (
+        10,
+        "Full-text search in content",
+        "select((.content // \"\") | test($pattern; \"i\"))",
+        false,
+        false,
+        &[("pattern", "pattern")],
+    ),
+];
+
+/// The ten v2 recipes for `detail`. `file` goes, shell-quoted, into each command; without it
+/// the commands keep the placeholder `{file}`.
 pub fn recipes(detail: Detail, file: Option<&str>) -> Vec<Recipe> {
+    library(RecipeLibrary::V2, detail, file)
+}
+
+/// The ten recipes of `library` for `detail`.
+pub fn library(library: RecipeLibrary, detail: Detail, file: Option<&str>) -> Vec<Recipe> {
+    let rows: Vec<Row> = match library {
+        RecipeLibrary::V2 => UNIVERSAL.iter().chain(adaptive(detail).iter()).copied().collect(),
+        RecipeLibrary::V1 => V1.to_vec(),
+    };
     let quoted = file.map_or_else(|| "{file}".to_owned(), shell_quote);
-    UNIVERSAL
-        .iter()
-        .chain(adaptive(detail).iter())
+    rows.iter()
         .map(|&(number, description, program, slurp, raw, params)| {
             let mut shell_program = program.to_owned();
             for (name, default) in params {
@@ -172,6 +245,28 @@ pub fn recipes(detail: Detail, file: Option<&str>) -> Vec<Recipe> {
 /// Quotes `text` for a POSIX shell: single quotes, with each `'` written as `'\''`.
 pub fn shell_quote(text: &str) -> String {
     format!("'{}'", text.replace('\'', r"'\''"))
+}
+
+/// Top-level MIF fields that some detail level has and `detail` does not.
+pub fn fields_absent_at(detail: Detail) -> Vec<&'static str> {
+    const ALL: [&str; 12] = [
+        "content",
+        "summary",
+        "confidence",
+        "entities",
+        "relationships",
+        "wiki_links",
+        "embedding",
+        "provenance",
+        "temporal",
+        "citations",
+        "blocks",
+        "extensions",
+    ];
+    let schema = line_schema(detail);
+    ALL.into_iter()
+        .filter(|f| schema["properties"].get(*f).is_none())
+        .collect()
 }
 
 /// The JSON Schema of one record line at `detail`. Only the identity fields are required: a
@@ -291,6 +386,16 @@ mod tests {
             list[6].command,
             "tail -n +2 {file} | jq 'select((.tags // []) | index(\"TAG\"))'"
         );
+    }
+
+    #[test]
+    fn the_v1_library_is_the_mif_list() {
+        let v1 = library(RecipeLibrary::V1, Detail::Light, None);
+        assert_eq!(v1.len(), 10);
+        assert_eq!(v1[6].description, "Get memories with entities");
+        assert!(v1.iter().enumerate().all(|(i, r)| r.number as usize == i + 1));
+        assert_eq!(fields_absent_at(Detail::Full), ["confidence"]);
+        assert!(fields_absent_at(Detail::Light).contains(&"content"));
     }
 
     #[test]
