@@ -6,7 +6,7 @@ mod bindings {
     wit_bindgen::generate!({ path: "../wit", world: "lro" });
 }
 
-use bindings::exports::lro::component::{custodian, interceptor};
+use bindings::exports::lro::component::{custodian, extractor, interceptor};
 use bindings::lro::component::{events, types};
 
 struct Lro;
@@ -24,6 +24,10 @@ fn config(c: types::Config) -> lro_core::Config {
         },
         native: c.native,
         schema_version: c.schema_version,
+        recipes: match c.recipes {
+            types::RecipeLibrary::V2 => lro_core::RecipeLibrary::V2,
+            types::RecipeLibrary::V1 => lro_core::RecipeLibrary::V1,
+        },
     }
 }
 
@@ -49,6 +53,14 @@ fn error(e: lro_core::Error) -> types::Error {
         lro_core::Error::InvalidConfig(m) => types::Error::InvalidConfig(m),
         lro_core::Error::InvalidInput(m) => types::Error::InvalidInput(m),
         lro_core::Error::Io(m) => types::Error::Io(m),
+        lro_core::Error::InvalidRequest(m) => types::Error::InvalidRequest(m),
+        lro_core::Error::NotFound(m) => types::Error::NotFound(m),
+        lro_core::Error::OutsideDirectory(m) => types::Error::OutsideDirectory(m),
+        lro_core::Error::NotLroFile(m) => types::Error::NotLroFile(m),
+        lro_core::Error::Expired(m) => types::Error::Expired(m),
+        lro_core::Error::Corrupt(m) => types::Error::Corrupt(m),
+        lro_core::Error::InvalidFilter(m) => types::Error::InvalidFilter(m),
+        lro_core::Error::FilterFailed(m) => types::Error::FilterFailed(m),
     }
 }
 
@@ -129,8 +141,9 @@ impl interceptor::Guest for Lro {
     }
 
     fn recipes(c: types::Config, d: types::Detail, file: Option<String>) -> Result<Vec<types::Recipe>, types::Error> {
-        config(c).validate().map_err(error)?;
-        Ok(lro_core::recipes::recipes(detail(d), file.as_deref())
+        let c = config(c);
+        c.validate().map_err(error)?;
+        Ok(lro_core::recipes::library(c.recipes, detail(d), file.as_deref())
             .into_iter()
             .map(|r| types::Recipe {
                 number: r.number,
@@ -153,6 +166,48 @@ impl interceptor::Guest for Lro {
 
     fn estimate(text: String) -> u32 {
         lro_core::estimate(&text)
+    }
+}
+
+fn extracted(e: lro_core::Extracted) -> extractor::ExtractResult {
+    extractor::ExtractResult {
+        values: e.values,
+        raw: e.raw,
+        total: e.total,
+        truncated: e.truncated,
+        text: e.text,
+    }
+}
+
+impl extractor::Guest for Lro {
+    fn extract(c: types::Config, r: extractor::ExtractRequest) -> Result<extractor::ExtractResult, types::Error> {
+        let request = lro_core::ExtractRequest {
+            path: &r.path,
+            recipe: r.recipe,
+            query: r.query.as_deref(),
+            params: r.params.as_deref(),
+            slurp: r.slurp,
+            limit: r.limit,
+        };
+        // Expiry needs the time; the WASI wall clock is the host's.
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+        lro_core::extract(&config(c), &request, now)
+            .map(extracted)
+            .map_err(error)
+    }
+
+    fn query(
+        filter: String,
+        input: String,
+        slurp: bool,
+        raw: bool,
+        limit: Option<u32>,
+    ) -> Result<extractor::ExtractResult, types::Error> {
+        lro_core::query(&filter, &input, slurp, raw, limit)
+            .map(extracted)
+            .map_err(error)
     }
 }
 

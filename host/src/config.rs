@@ -2,7 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::{Config, DescriptorStyle};
+use crate::{Config, DescriptorStyle, RecipeLibrary};
 
 /// A configuration value that cannot be used; the message names the key and where it came from.
 #[derive(Debug, thiserror::Error)]
@@ -66,6 +66,8 @@ pub struct Settings {
     pub schema_version: String,
     /// `native`: the host offers `lro_extract`, so guidance points there.
     pub native: bool,
+    /// `recipes`: `v2` (the spec's library) or `v1` (the MIF v1 list).
+    pub recipes: RecipeLibrary,
 }
 
 impl Default for Settings {
@@ -79,6 +81,7 @@ impl Default for Settings {
             descriptor: DescriptorStyle::Full,
             schema_version: "0.1".into(),
             native: false,
+            recipes: RecipeLibrary::V2,
         }
     }
 }
@@ -102,6 +105,8 @@ pub struct Overrides {
     pub schema_version: Option<String>,
     /// `--native`.
     pub native: Option<bool>,
+    /// `--recipes`.
+    pub recipes: Option<RecipeLibrary>,
 }
 
 /// A raw value from one layer.
@@ -137,6 +142,7 @@ impl Settings {
         settings.descriptor = flags.descriptor.unwrap_or(settings.descriptor);
         settings.schema_version = flags.schema_version.unwrap_or(settings.schema_version);
         settings.native = flags.native.unwrap_or(settings.native);
+        settings.recipes = flags.recipes.unwrap_or(settings.recipes);
         Ok(settings)
     }
 
@@ -181,6 +187,7 @@ impl Settings {
             descriptor: self.descriptor,
             native: self.native,
             schema_version: self.schema_version.clone(),
+            recipes: self.recipes,
         })
     }
 
@@ -256,6 +263,13 @@ impl Settings {
                     "full" => DescriptorStyle::Full,
                     "bare" => DescriptorStyle::Bare,
                     _ => return Err(invalid(format!("expected \"full\" or \"bare\", got {shown}"))),
+                }
+            }
+            "recipes" => {
+                self.recipes = match string()?.as_str() {
+                    "v2" => RecipeLibrary::V2,
+                    "v1" => RecipeLibrary::V1,
+                    _ => return Err(invalid(format!("expected \"v2\" or \"v1\", got {shown}"))),
                 }
             }
             _ => unreachable!("KEYS lists every key handled here"),

@@ -51,12 +51,13 @@ mod bindings {
 }
 
 pub use bindings::exports::lro::component::custodian::{SweepFailure, SweepReport};
+pub use bindings::exports::lro::component::extractor::{ExtractRequest, ExtractResult};
 pub use bindings::exports::lro::component::interceptor::{
     DegradedResult, InlineResult, OffloadedResult, Outcome, Request,
 };
 pub use bindings::lro::component::events::{Event, OffloadCreated, OffloadFileExpired, OffloadWriteFailed};
 pub use bindings::lro::component::types::{
-    Config, DescriptorStyle, Detail, Error as LroError, Operation, Recipe, RecipeParam,
+    Config, DescriptorStyle, Detail, Error as LroError, Operation, Recipe, RecipeLibrary, RecipeParam,
 };
 
 /// The LRO component, built from `guest/` for `wasm32-wasip2` by this crate's build script.
@@ -71,10 +72,15 @@ const TICK: Duration = Duration::from_millis(10);
 /// Limits and caching for a [`Runtime`].
 #[derive(Clone)]
 pub struct Options {
-    /// Wall-clock limit for one call. Default: 10 s.
+    /// Wall-clock limit for one offload or sweep. Default: 10 s.
     pub deadline: Duration,
-    /// Limit on the component's linear memory, in bytes. Default: 2 GiB.
+    /// Limit on the component's linear memory for an offload or sweep, in bytes. Default: 2 GiB.
     pub memory: usize,
+    /// Wall-clock limit for one extraction or query, which runs an untrusted filter.
+    /// Default: 1.5 s, so a runaway filter is stopped well inside two seconds.
+    pub filter_deadline: Duration,
+    /// Memory limit for one extraction or query, in bytes. Default: 1 GiB.
+    pub filter_memory: usize,
     /// Where to keep the compiled component between processes; None compiles it every time
     /// (about a second). See [`Options::default_cache_dir`].
     pub cache_dir: Option<PathBuf>,
@@ -87,6 +93,8 @@ impl Default for Options {
         Options {
             deadline: Duration::from_secs(10),
             memory: 2 << 30,
+            filter_deadline: Duration::from_millis(1500),
+            filter_memory: 1 << 30,
             cache_dir: None,
             events: None,
         }
@@ -98,6 +106,8 @@ impl fmt::Debug for Options {
         f.debug_struct("Options")
             .field("deadline", &self.deadline)
             .field("memory", &self.memory)
+            .field("filter_deadline", &self.filter_deadline)
+            .field("filter_memory", &self.filter_memory)
             .field("cache_dir", &self.cache_dir)
             .field("events", &self.events.is_some())
             .finish()
@@ -127,12 +137,18 @@ pub enum Error {
     /// The component returned one of its documented errors (WIT `types.error`).
     #[error("{}", describe(.0))]
     Lro(LroError),
-    /// The call ran past [`Options::deadline`] and was stopped.
-    #[error("the component ran longer than its {0:?} time limit and was stopped")]
+    /// The call ran past its deadline and was stopped.
+    #[error("limit exceeded: the call ran longer than its {0:?} time limit and was stopped")]
     Timeout(Duration),
-    /// The call needed more memory than [`Options::memory`] and was stopped.
-    #[error("the component needed more than its {} MiB memory limit and was stopped", .0 >> 20)]
+    /// The call needed more memory than its limit (bytes) and was stopped.
+    #[error("limit exceeded: the call needed more than its {} MiB memory limit and was stopped", .0 >> 20)]
     MemoryLimit(usize),
+    /// The component's call stack overflowed: a filter recursing without end, or a filter or
+    /// input nested too deeply.
+    #[error(
+        "limit exceeded: the call stack overflowed (endless recursion, or nesting too deep) and the call was stopped"
+    )]
+    StackOverflow,
     /// The component trapped (a bug in the component, or input it could not handle).
     #[error("the component trapped: {0}")]
     Trap(String),
@@ -150,10 +166,15 @@ pub enum Error {
 }
 
 impl Error {
-    /// True for errors caused by the input or config of the call, false for limits, traps and
-    /// loading failures. I/O errors of the component count as domain errors too.
+    /// True for errors the component returned (its documented WIT errors), false for limits,
+    /// traps, directory and loading failures.
     pub fn is_domain(&self) -> bool {
         matches!(self, Error::Lro(_))
+    }
+
+    /// True when a time, memory or stack limit stopped the call.
+    pub fn is_limit(&self) -> bool {
+        matches!(self, Error::Timeout(_) | Error::MemoryLimit(_) | Error::StackOverflow)
     }
 }
 
@@ -162,6 +183,14 @@ fn describe(error: &LroError) -> String {
         LroError::InvalidConfig(m) => format!("invalid config: {m}"),
         LroError::InvalidInput(m) => format!("invalid input: {m}"),
         LroError::Io(m) => format!("i/o error: {m}"),
+        LroError::InvalidRequest(m) => format!("invalid request: {m}"),
+        LroError::NotFound(m) => format!("not found: {m}"),
+        LroError::OutsideDirectory(m) => format!("outside the offload directory: {m}"),
+        LroError::NotLroFile(m) => format!("not an LRO file: {m}"),
+        LroError::Expired(m) => format!("expired: {m}"),
+        LroError::Corrupt(m) => format!("corrupt file: {m}"),
+        LroError::InvalidFilter(m) => format!("invalid filter: {m}"),
+        LroError::FilterFailed(m) => format!("filter failed: {m}"),
     }
 }
 
@@ -286,7 +315,7 @@ impl Runtime {
     /// (`interceptor.offload`). `config.dir` is created (mode 0700) if it does not exist.
     pub fn offload(&self, config: &Config, request: &Request) -> Result<Outcome, Error> {
         let (config, perms) = prepare_dir(config, true)?;
-        let outcome = self.call(&config, perms, |store, lro| {
+        let outcome = self.call(&config, perms, self.io_limits(), |store, lro| {
             lro.lro_component_interceptor().call_offload(store, &config, request)
         })?;
         if let Outcome::Offloaded(offloaded) = &outcome {
@@ -298,8 +327,36 @@ impl Runtime {
     /// Deletes expired files in `config.dir` (`custodian.sweep`); `now_ms` is the current time.
     pub fn sweep(&self, config: &Config, now_ms: u64) -> Result<SweepReport, Error> {
         let (config, perms) = prepare_dir(config, false)?;
-        self.call(&config, perms, |store, lro| {
+        self.call(&config, perms, self.io_limits(), |store, lro| {
             lro.lro_component_custodian().call_sweep(store, &config, now_ms)
+        })
+    }
+
+    /// Runs a recipe or a jq filter over an offloaded file (`extractor.extract`, the
+    /// `lro_extract` tool). The offload directory is mounted read-only for it, under the filter
+    /// limits ([`Options::filter_deadline`], [`Options::filter_memory`]).
+    pub fn extract(&self, config: &Config, request: &ExtractRequest) -> Result<ExtractResult, Error> {
+        let (config, _) = prepare_dir(config, false)?;
+        self.call(&config, FsPerms::ReadOnly, self.filter_limits(), |store, lro| {
+            lro.lro_component_extractor().call_extract(store, &config, request)
+        })
+    }
+
+    /// Runs a jq filter over JSON text (`extractor.query`), with no file access, under the
+    /// filter limits.
+    pub fn query(
+        &self,
+        filter: &str,
+        input: &str,
+        slurp: bool,
+        raw: bool,
+        limit: Option<u32>,
+    ) -> Result<ExtractResult, Error> {
+        // bindgen types the `json` alias as `&String`.
+        let input = input.to_owned();
+        self.run(WasiCtxBuilder::new(), self.filter_limits(), |store, lro| {
+            lro.lro_component_extractor()
+                .call_query(store, filter, &input, slurp, raw, limit)
         })
     }
 
@@ -320,13 +377,28 @@ impl Runtime {
         &self,
         f: impl FnOnce(&mut Store<State>, &bindings::Lro) -> wasmtime::Result<Result<T, LroError>>,
     ) -> Result<T, Error> {
-        self.run(WasiCtxBuilder::new(), f)
+        self.run(WasiCtxBuilder::new(), self.io_limits(), f)
+    }
+
+    fn io_limits(&self) -> Limits {
+        Limits {
+            deadline: self.options.deadline,
+            memory: self.options.memory,
+        }
+    }
+
+    fn filter_limits(&self) -> Limits {
+        Limits {
+            deadline: self.options.filter_deadline,
+            memory: self.options.filter_memory,
+        }
     }
 
     fn call<T>(
         &self,
         config: &Config,
         perms: FsPerms,
+        limits: Limits,
         f: impl FnOnce(&mut Store<State>, &bindings::Lro) -> wasmtime::Result<Result<T, LroError>>,
     ) -> Result<T, Error> {
         let mut wasi = WasiCtxBuilder::new();
@@ -335,12 +407,13 @@ impl Runtime {
                 path: PathBuf::from(&config.dir),
                 message: format!("cannot open it: {e:#}"),
             })?;
-        self.run(wasi, f)
+        self.run(wasi, limits, f)
     }
 
     fn run<T>(
         &self,
         mut wasi: WasiCtxBuilder,
+        limits: Limits,
         f: impl FnOnce(&mut Store<State>, &bindings::Lro) -> wasmtime::Result<Result<T, LroError>>,
     ) -> Result<T, Error> {
         // The guest's stderr (a panic message) is kept and put into the error; its stdout goes
@@ -358,7 +431,7 @@ impl Runtime {
         };
         let mut store = Store::new(&self.engine, state);
         store.limiter(|s| &mut s.limiter);
-        let ticks = self.options.deadline.as_millis().div_ceil(TICK.as_millis()).max(1);
+        let ticks = limits.deadline.as_millis().div_ceil(TICK.as_millis()).max(1);
         store.set_epoch_deadline(u64::try_from(ticks).unwrap_or(u64::MAX));
         store.epoch_deadline_trap();
 
@@ -366,23 +439,32 @@ impl Runtime {
         match result {
             Ok(Ok(value)) => Ok(value),
             Ok(Err(error)) => Err(Error::Lro(error)),
-            Err(error) => Err(self.trap_error(error, store.data().limiter.hit, &stderr)),
+            Err(error) => Err(trap_error(error, limits, store.data().limiter.hit, &stderr)),
         }
     }
+}
 
-    fn trap_error(&self, error: wasmtime::Error, memory_hit: bool, stderr: &MemoryOutputPipe) -> Error {
-        if memory_hit {
-            return Error::MemoryLimit(self.options.memory);
-        }
-        if let Some(Trap::Interrupt) = error.downcast_ref::<Trap>() {
-            return Error::Timeout(self.options.deadline);
-        }
-        let guest = String::from_utf8_lossy(&stderr.contents()).trim().to_owned();
-        if guest.is_empty() {
-            Error::Trap(format!("{error:#}"))
-        } else {
-            Error::Trap(format!("{error:#}; the component said: {guest}"))
-        }
+/// The time and memory a call may use.
+#[derive(Clone, Copy)]
+struct Limits {
+    deadline: Duration,
+    memory: usize,
+}
+
+fn trap_error(error: wasmtime::Error, limits: Limits, memory_hit: bool, stderr: &MemoryOutputPipe) -> Error {
+    if memory_hit {
+        return Error::MemoryLimit(limits.memory);
+    }
+    match error.downcast_ref::<Trap>() {
+        Some(Trap::Interrupt) => return Error::Timeout(limits.deadline),
+        Some(Trap::StackOverflow) => return Error::StackOverflow,
+        _ => {}
+    }
+    let guest = String::from_utf8_lossy(&stderr.contents()).trim().to_owned();
+    if guest.is_empty() {
+        Error::Trap(format!("{error:#}"))
+    } else {
+        Error::Trap(format!("{error:#}; the component said: {guest}"))
     }
 }
 

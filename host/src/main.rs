@@ -16,7 +16,8 @@ use serde::Deserialize;
 use serde_json::{Value, json, value::RawValue};
 
 use lro_host::{
-    DescriptorStyle, Detail, Event, LroError, Operation, Options, Outcome, Overrides, Request, Runtime, Settings,
+    DescriptorStyle, Detail, Event, ExtractRequest, ExtractResult, LroError, Operation, Options, Outcome, Overrides,
+    RecipeLibrary, Request, Runtime, Settings,
 };
 
 #[derive(Parser)]
@@ -28,12 +29,14 @@ use lro_host::{
 struct Cli {
     #[command(subcommand)]
     command: Command,
-    /// Wall-clock limit for one component call.
-    #[arg(long, global = true, value_name = "SECONDS", default_value_t = 10.0)]
-    timeout: f64,
-    /// Memory limit of the component.
-    #[arg(long, global = true, value_name = "MIB", default_value_t = 2048)]
-    memory_limit: usize,
+    /// Wall-clock limit for one component call [default: 10 for offload and sweep, 1.5 for
+    /// extract and query].
+    #[arg(long, global = true, value_name = "SECONDS")]
+    timeout: Option<f64>,
+    /// Memory limit of the component [default: 2048 for offload and sweep, 1024 for extract
+    /// and query].
+    #[arg(long, global = true, value_name = "MIB")]
+    memory_limit: Option<usize>,
     /// Print the component's events as JSON lines on stderr.
     #[arg(long, global = true)]
     events: bool,
@@ -44,6 +47,12 @@ enum Command {
     /// Offload a result set (record level): print the text to forward (inline records, a
     /// descriptor, or a truncated fallback).
     Offload(OffloadArgs),
+    /// Run a recipe or a jq filter over an offloaded file (what `lro_extract` does); print one
+    /// value per line.
+    Extract(ExtractArgs),
+    /// Run a jq filter, sandboxed in the component, over JSON values; print one compact value
+    /// per line, like `jq -c`.
+    Query(QueryArgs),
     /// Delete expired offload files; print a JSON report.
     Sweep(SweepArgs),
     /// Print the ten jq recipes for a detail level.
@@ -115,6 +124,59 @@ struct OffloadArgs {
     /// JSON array of records or search hits; for inject {"records": [...], "text": "..."}.
     /// Standard input when absent or `-`.
     input: Option<PathBuf>,
+}
+
+#[derive(Args)]
+struct ExtractArgs {
+    /// The offloaded file (a descriptor's file_path), inside the offload directory.
+    file: PathBuf,
+    /// Recipe number, 1 to 10.
+    #[arg(long, value_name = "N", required_unless_present = "query", conflicts_with = "query")]
+    recipe: Option<u32>,
+    /// Recipe parameter, bound as $KEY; repeatable.
+    #[arg(long = "param", value_name = "KEY=VALUE", value_parser = parse_param)]
+    params: Vec<(String, String)>,
+    /// A custom jq filter, run once per record.
+    #[arg(long, value_name = "FILTER")]
+    query: Option<String>,
+    /// Run the query once over an array of all records.
+    #[arg(long, requires = "query")]
+    slurp: bool,
+    /// Output cap in estimated tokens [default: the threshold].
+    #[arg(long, value_name = "TOKENS")]
+    limit: Option<u32>,
+    /// Recipe library (prompt.offload.recipes).
+    #[arg(long, value_enum)]
+    recipes: Option<Library>,
+    #[command(flatten)]
+    config: ConfigArgs,
+}
+
+#[derive(Args)]
+struct QueryArgs {
+    /// The jq filter.
+    #[arg(allow_hyphen_values = true)]
+    filter: String,
+    /// Read all input values into one array and run the filter once on it.
+    #[arg(short, long)]
+    slurp: bool,
+    /// Print strings without quotes.
+    #[arg(short, long)]
+    raw_output: bool,
+    /// JSON values, separated by whitespace; standard input when absent or `-`.
+    input: Option<PathBuf>,
+}
+
+fn parse_param(text: &str) -> Result<(String, String), String> {
+    text.split_once('=')
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .ok_or_else(|| format!("expected KEY=VALUE, got {text:?}"))
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum Library {
+    V2,
+    V1,
 }
 
 #[derive(Args)]
@@ -208,33 +270,46 @@ fn main() -> ExitCode {
     }
 }
 
-/// 1 for domain errors, 2 for everything else (usage, bad input, config, limits, traps).
+/// 1 for domain errors (a bad filter, a missing or refused file, an I/O failure), 2 for
+/// everything else (usage, bad input, config, limits, traps).
 fn exit_code(err: &anyhow::Error) -> u8 {
     match err.chain().find_map(|c| c.downcast_ref::<lro_host::Error>()) {
-        Some(lro_host::Error::Lro(LroError::Io(_))) => 1,
+        Some(lro_host::Error::Lro(
+            LroError::InvalidConfig(_) | LroError::InvalidInput(_) | LroError::InvalidRequest(_),
+        )) => 2,
+        Some(lro_host::Error::Lro(_)) => 1,
         _ => 2,
     }
 }
 
 fn runtime(cli: &Cli) -> anyhow::Result<Runtime> {
-    if !(cli.timeout.is_finite() && cli.timeout > 0.0) {
-        bail!("--timeout must be a positive number of seconds, got {}", cli.timeout);
-    }
     let events: Option<lro_host::EventSink> = cli
         .events
         .then(|| Arc::new(|event: &Event| eprintln!("{}", event_json(event))) as lro_host::EventSink);
-    let options = Options {
-        deadline: Duration::from_secs_f64(cli.timeout),
-        memory: cli.memory_limit.saturating_mul(1 << 20),
+    let mut options = Options {
         cache_dir: Options::default_cache_dir(),
         events,
+        ..Options::default()
     };
+    if let Some(seconds) = cli.timeout {
+        if !(seconds.is_finite() && seconds > 0.0) {
+            bail!("--timeout must be a positive number of seconds, got {seconds}");
+        }
+        options.deadline = Duration::from_secs_f64(seconds);
+        options.filter_deadline = options.deadline;
+    }
+    if let Some(mib) = cli.memory_limit {
+        options.memory = mib.saturating_mul(1 << 20);
+        options.filter_memory = options.memory;
+    }
     Ok(Runtime::new(options)?)
 }
 
 fn run(cli: Cli) -> anyhow::Result<()> {
     match &cli.command {
         Command::Offload(args) => offload(&cli, args),
+        Command::Extract(args) => extract(&cli, args),
+        Command::Query(args) => query(&cli, args),
         Command::Sweep(args) => sweep(&cli, args),
         Command::Recipes(args) => recipes(&cli, args),
         Command::Component { output } => component(output.as_deref()),
@@ -290,6 +365,64 @@ fn offload(cli: &Cli, args: &OffloadArgs) -> anyhow::Result<()> {
         }
     };
     print_line(text)
+}
+
+fn extract(cli: &Cli, args: &ExtractArgs) -> anyhow::Result<()> {
+    let extra = Overrides {
+        recipes: args.recipes.map(|l| match l {
+            Library::V2 => RecipeLibrary::V2,
+            Library::V1 => RecipeLibrary::V1,
+        }),
+        ..Overrides::default()
+    };
+    let config = args.config.settings(extra)?.config()?;
+    let path = std::path::absolute(&args.file).with_context(|| format!("resolving {}", args.file.display()))?;
+    let path = path
+        .to_str()
+        .with_context(|| format!("{} is not valid UTF-8", path.display()))?;
+    let params = (!args.params.is_empty()).then(|| {
+        let map: serde_json::Map<String, Value> = args
+            .params
+            .iter()
+            .map(|(k, v)| (k.clone(), Value::String(v.clone())))
+            .collect();
+        Value::Object(map).to_string()
+    });
+    let request = ExtractRequest {
+        path: path.to_owned(),
+        recipe: args.recipe,
+        query: args.query.clone(),
+        params,
+        slurp: args.slurp,
+        limit: args.limit,
+    };
+    let result = runtime(cli)?.extract(&config, &request)?;
+    print_values(&result)?;
+    if result.truncated || result.total == 0 {
+        // What the model would be told about a cut or an empty result.
+        let note = result.text.lines().last().unwrap_or_default();
+        eprintln!(
+            "lro: {}",
+            note.trim_start_matches("[lro_extract: ").trim_end_matches(']')
+        );
+    }
+    Ok(())
+}
+
+fn query(cli: &Cli, args: &QueryArgs) -> anyhow::Result<()> {
+    let input = read_input(args.input.as_deref())?;
+    let result = runtime(cli)?.query(&args.filter, &input, args.slurp, args.raw_output, None)?;
+    print_values(&result)
+}
+
+/// Values on stdout, one per line.
+fn print_values(result: &ExtractResult) -> anyhow::Result<()> {
+    let mut stdout = std::io::BufWriter::new(std::io::stdout().lock());
+    for value in &result.values {
+        stdout.write_all(value.as_bytes()).context("writing standard output")?;
+        stdout.write_all(b"\n").context("writing standard output")?;
+    }
+    stdout.flush().context("writing standard output")
 }
 
 fn sweep(cli: &Cli, args: &SweepArgs) -> anyhow::Result<()> {
