@@ -302,3 +302,159 @@ fn usage_errors_exit_2() {
     );
     assert_eq!(lro(&["frobnicate"], "", &[]).status.code(), Some(2));
 }
+
+#[test]
+fn extract_prints_values_and_reports_cuts_and_refusals() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir_arg(dir.path());
+    let input = sample(&["--detail", "light", "--count", "200"]);
+    let out = lro(&["offload", "--threshold", "10", "--output-dir", &d], &input, &[]);
+    let path = serde_json::from_str::<Value>(&stdout(&out)).unwrap()["file_path"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+
+    // Recipe 1 prints raw tab-separated lines; the default cap (the threshold) cuts them.
+    let out = lro(&["extract", &path, "--recipe", "1", "--output-dir", &d], "", &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let lines = stdout(&out);
+    assert!(
+        lines.lines().all(|l| l.contains('\t') && !l.starts_with('"')),
+        "{lines}"
+    );
+    assert!(
+        stderr(&out).starts_with(&format!("lro: showing {} of 200 values", lines.lines().count())),
+        "{}",
+        stderr(&out)
+    );
+    let all = lro(
+        &[
+            "extract",
+            &path,
+            "--recipe",
+            "1",
+            "--limit",
+            "1000000",
+            "--output-dir",
+            &d,
+        ],
+        "",
+        &[],
+    );
+    assert_eq!((stdout(&all).lines().count(), stderr(&all).as_str()), (200, ""));
+
+    // Parameters and custom queries.
+    let out = lro(
+        &[
+            "extract",
+            &path,
+            "--recipe",
+            "2",
+            "--param",
+            "namespace=_procedural",
+            "--limit",
+            "1000000",
+            "--output-dir",
+            &d,
+        ],
+        "",
+        &[],
+    );
+    assert!(
+        stdout(&out).lines().all(|l| l.contains("\"namespace\":\"_procedural")),
+        "{}",
+        stdout(&out)
+    );
+    let out = lro(
+        &["extract", &path, "--query", "length", "--slurp", "--output-dir", &d],
+        "",
+        &[],
+    );
+    assert_eq!(stdout(&out), "200\n");
+    let out = lro(
+        &[
+            "extract",
+            &path,
+            "--query",
+            "select(.title == \"none\")",
+            "--output-dir",
+            &d,
+        ],
+        "",
+        &[],
+    );
+    assert_eq!((out.status.code(), stdout(&out).as_str()), (Some(0), ""));
+    assert_eq!(stderr(&out), "lro: no values: the filter matched nothing.\n");
+
+    // Domain errors exit 1, usage errors 2.
+    let out = lro(&["extract", &path, "--query", "select(", "--output-dir", &d], "", &[]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).starts_with("lro: invalid filter: expected"),
+        "{}",
+        stderr(&out)
+    );
+    let out = lro(
+        &["extract", "/etc/passwd", "--recipe", "1", "--output-dir", &d],
+        "",
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).starts_with("lro: outside the offload directory: /etc/passwd"),
+        "{}",
+        stderr(&out)
+    );
+    let out = lro(
+        &["extract", &path, "--recipe", "1", "--query", ".", "--output-dir", &d],
+        "",
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(2), "recipe and query together is a usage error");
+    let out = lro(
+        &[
+            "extract",
+            &path,
+            "--recipe",
+            "2",
+            "--param",
+            "namespace",
+            "--output-dir",
+            &d,
+        ],
+        "",
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("expected KEY=VALUE"), "{}", stderr(&out));
+    let out = lro(&["extract", &path, "--recipe", "11", "--output-dir", &d], "", &[]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("from 1 to 10, got 11"), "{}", stderr(&out));
+}
+
+#[test]
+fn query_is_sandboxed_jq_with_compact_output() {
+    let out = lro(&["query", ".[] | {a}"], "[{\"a\": 1.0, \"b\": 2}, {\"a\": \"x\"}]", &[]);
+    assert_eq!(
+        (out.status.code(), stdout(&out).as_str()),
+        (Some(0), "{\"a\":1}\n{\"a\":\"x\"}\n")
+    );
+    let out = lro(&["query", "--raw-output", ".[]"], "[\"a\", 2]", &[]);
+    assert_eq!(stdout(&out), "a\n2\n");
+    let out = lro(&["query", "--slurp", "add"], "1 2 3", &[]);
+    assert_eq!(stdout(&out), "6\n");
+    let out = lro(&["query", "repeat(1)", "--timeout", "0.3"], "null", &[]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).starts_with("lro: limit exceeded: the call ran longer than its 300ms time limit"),
+        "{}",
+        stderr(&out)
+    );
+    let out = lro(&["query", "."], "{\"a\": ", &[]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).starts_with("lro: invalid input: input is not valid JSON"),
+        "{}",
+        stderr(&out)
+    );
+}
