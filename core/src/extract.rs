@@ -81,6 +81,12 @@ pub fn extract(config: &Config, request: &ExtractRequest<'_>, now_ms: u64) -> Re
     let limit = request.limit.unwrap_or(config.threshold);
     match (recipe, query) {
         (Some(number), _) => {
+            let Some(detail) = detail else {
+                return Err(Error::InvalidRequest(format!(
+                    "{path} holds a generic tool result, which has no numbered recipes; use `query` \
+                     (the descriptor's jq_recipes show the programs)"
+                )));
+            };
             let all = recipes::library(config.recipes, detail, None);
             let recipe = &all[number as usize - 1];
             if request.slurp && !recipe.slurp {
@@ -119,8 +125,8 @@ pub fn extract(config: &Config, request: &ExtractRequest<'_>, now_ms: u64) -> Re
         (None, Some(query)) => {
             let names: Vec<&str> = params.iter().map(|(k, _)| k.as_str()).collect();
             let values: Vec<Val> = params.iter().map(|(_, v)| json_to_val(v)).collect();
-            let filter = Filter::compile(query, &names).map_err(|e| with_hint(e, query, Some(detail)))?;
-            run_over_lines(&filter, &values, body, request.slurp, false, limit, Some(detail), query)
+            let filter = Filter::compile(query, &names).map_err(|e| with_hint(e, query, detail))?;
+            run_over_lines(&filter, &values, body, request.slurp, false, limit, detail, query)
         }
         (None, None) => unreachable!("checked above"),
     }
@@ -235,17 +241,18 @@ fn read(path: &str) -> Result<String, Error> {
     })
 }
 
-fn check_header(config: &Config, path: &str, header: &str, now_ms: u64) -> Result<Detail, Error> {
+fn check_header(config: &Config, path: &str, header: &str, now_ms: u64) -> Result<Option<Detail>, Error> {
     let not_lro = |why: &str| Error::NotLroFile(format!("{path}: {why}"));
     let header: Value = serde_json::from_str(header).map_err(|_| not_lro("its first line is not a JSON header"))?;
     if header.get("type").and_then(Value::as_str) != Some("lro_header") {
         return Err(not_lro("its first line has no \"type\": \"lro_header\""));
     }
-    let detail = header
-        .get("detail")
-        .and_then(Value::as_str)
-        .and_then(Detail::parse)
-        .ok_or_else(|| not_lro("its header has no detail level"))?;
+    // Generic results (any tool's data) have no detail level, hence no numbered recipes.
+    let detail = match header.get("detail").and_then(Value::as_str) {
+        Some("generic") => None,
+        Some(level) => Some(Detail::parse(level).ok_or_else(|| not_lro("its header names an unknown detail level"))?),
+        None => return Err(not_lro("its header has no detail level")),
+    };
     let created = header
         .get("timestamp")
         .and_then(Value::as_str)

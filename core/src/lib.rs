@@ -11,6 +11,7 @@ pub mod custody;
 pub mod estimate;
 pub mod extract;
 pub mod jq;
+pub mod mcp;
 pub mod offload;
 pub mod recipes;
 pub mod sample;
@@ -132,6 +133,8 @@ pub struct Config {
     pub schema_version: String,
     /// The recipe library.
     pub recipes: RecipeLibrary,
+    /// Per-tool settings for the MCP-level interceptor.
+    pub tools: Vec<mcp::ToolSettings>,
 }
 
 impl Default for Config {
@@ -146,6 +149,7 @@ impl Default for Config {
             native: false,
             schema_version: "0.1".to_owned(),
             recipes: RecipeLibrary::V2,
+            tools: Vec::new(),
         }
     }
 }

@@ -322,8 +322,8 @@ pub fn line_schema(detail: Detail) -> Value {
             );
         }
     }
+    // No "$schema" key: it is still a JSON Schema, and the key would cost ~15 tokens in every descriptor.
     json!({
-        "$schema": "https://json-schema.org/draft/2020-12/schema",
         "type": "object",
         "required": ["id", "memory_type", "namespace", "title", "created"],
         "properties": properties,
