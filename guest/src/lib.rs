@@ -28,6 +28,17 @@ fn config(c: types::Config) -> lro_core::Config {
             types::RecipeLibrary::V2 => lro_core::RecipeLibrary::V2,
             types::RecipeLibrary::V1 => lro_core::RecipeLibrary::V1,
         },
+        tools: c
+            .tools
+            .into_iter()
+            .map(|t| lro_core::mcp::ToolSettings {
+                name: t.name,
+                enabled: t.enabled,
+                threshold: t.threshold,
+                sections: t.sections,
+                inline_keys: t.inline_keys,
+            })
+            .collect(),
     }
 }
 
@@ -162,6 +173,35 @@ impl interceptor::Guest for Lro {
                 command: r.command,
             })
             .collect())
+    }
+
+    fn intercept(c: types::Config, call: interceptor::ToolCall) -> Result<interceptor::ToolOutcome, types::Error> {
+        use lro_core::mcp::{PassReason, ToolOutcome};
+        let tool_call = lro_core::mcp::ToolCall {
+            tool: &call.tool,
+            arguments: &call.arguments,
+            result: &call.result,
+            meta: call.meta.as_deref(),
+        };
+        let outcome = lro_core::mcp::intercept(&config(c), &tool_call, &mut emit).map_err(error)?;
+        Ok(match outcome {
+            ToolOutcome::Unchanged { reason, tokens } => {
+                let reason = match reason {
+                    PassReason::UnderThreshold => interceptor::PassReason::UnderThreshold,
+                    PassReason::Disabled => interceptor::PassReason::Disabled,
+                    PassReason::ErrorResult => interceptor::PassReason::ErrorResult,
+                    PassReason::NonTextContent => interceptor::PassReason::NonTextContent,
+                    PassReason::Proxied => interceptor::PassReason::Proxied,
+                };
+                interceptor::ToolOutcome::Unchanged(interceptor::ToolUnchanged { reason, tokens })
+            }
+            ToolOutcome::Offloaded { result, files, tokens } => {
+                interceptor::ToolOutcome::Offloaded(interceptor::ToolOffloaded { result, files, tokens })
+            }
+            ToolOutcome::Degraded { result, warning } => {
+                interceptor::ToolOutcome::Degraded(interceptor::ToolDegraded { result, warning })
+            }
+        })
     }
 
     fn estimate(text: String) -> u32 {

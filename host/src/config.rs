@@ -2,7 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::{Config, DescriptorStyle, RecipeLibrary};
+use crate::{Config, DescriptorStyle, RecipeLibrary, ToolSettings};
 
 /// A configuration value that cannot be used; the message names the key and where it came from.
 #[derive(Debug, thiserror::Error)]
@@ -68,6 +68,8 @@ pub struct Settings {
     pub native: bool,
     /// `recipes`: `v2` (the spec's library) or `v1` (the MIF v1 list).
     pub recipes: RecipeLibrary,
+    /// `[prompt.offload.tools.NAME]` tables: per-tool `enabled`, `threshold`, `sections`, `inline_keys`.
+    pub tools: Vec<ToolSettings>,
 }
 
 impl Default for Settings {
@@ -82,6 +84,7 @@ impl Default for Settings {
             schema_version: "0.1".into(),
             native: false,
             recipes: RecipeLibrary::V2,
+            tools: Vec::new(),
         }
     }
 }
@@ -188,6 +191,7 @@ impl Settings {
             native: self.native,
             schema_version: self.schema_version.clone(),
             recipes: self.recipes,
+            tools: self.tools.clone(),
         })
     }
 
@@ -209,6 +213,15 @@ impl Settings {
             .as_table()
             .ok_or_else(|| file_err("[prompt.offload] must be a table".into()))?;
         for (key, value) in offload {
+            if key == "tools" {
+                let tools = value
+                    .as_table()
+                    .ok_or_else(|| file_err("[prompt.offload.tools] must be a table".into()))?;
+                for (name, table) in tools {
+                    self.tools.push(tool_settings(name, table, &name_of(path))?);
+                }
+                continue;
+            }
             if !KEYS.contains(&key.as_str()) {
                 return Err(ConfigError::Unknown {
                     key: key.clone(),
@@ -278,6 +291,62 @@ impl Settings {
     }
 }
 
+fn name_of(path: &Path) -> String {
+    path.display().to_string()
+}
+
+/// One `[prompt.offload.tools.NAME]` table.
+fn tool_settings(name: &str, table: &toml::Value, file: &str) -> Result<ToolSettings, ConfigError> {
+    let invalid = |key: &str, message: String| ConfigError::Invalid {
+        key: format!("tools.{name}.{key}"),
+        source_name: file.to_owned(),
+        message,
+    };
+    let table = table.as_table().ok_or_else(|| invalid("", "expected a table".into()))?;
+    let mut tool = ToolSettings {
+        name: name.to_owned(),
+        enabled: None,
+        threshold: None,
+        sections: None,
+        inline_keys: None,
+    };
+    let strings = |key: &str, v: &toml::Value| -> Result<Vec<String>, ConfigError> {
+        v.as_array()
+            .and_then(|a| {
+                a.iter()
+                    .map(|s| s.as_str().map(str::to_owned))
+                    .collect::<Option<Vec<_>>>()
+            })
+            .ok_or_else(|| invalid(key, format!("expected a list of strings, got {v}")))
+    };
+    for (key, v) in table {
+        match key.as_str() {
+            "enabled" => {
+                tool.enabled = Some(
+                    v.as_bool()
+                        .ok_or_else(|| invalid(key, format!("expected true or false, got {v}")))?,
+                )
+            }
+            "threshold" | "threshold_tokens" => {
+                let n = v.as_integer().and_then(|i| u32::try_from(i).ok());
+                tool.threshold =
+                    Some(n.ok_or_else(|| {
+                        invalid(key, format!("expected a whole number from 0 to 4294967295, got {v}"))
+                    })?);
+            }
+            "sections" => tool.sections = Some(strings(key, v)?),
+            "inline_keys" => tool.inline_keys = Some(strings(key, v)?),
+            _ => {
+                return Err(invalid(
+                    key,
+                    "unknown key; known keys: enabled, threshold, sections, inline_keys".into(),
+                ));
+            }
+        }
+    }
+    Ok(tool)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -344,6 +413,30 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.starts_with("config file "), "{err}");
+    }
+
+    #[test]
+    fn tool_tables_configure_each_tool() {
+        let file = write(
+            "[prompt.offload.tools.github_search]\nthreshold = 500\nsections = [\"items\"]\ninline_keys = [\"total_count\"]\n[prompt.offload.tools.ls]\nenabled = false\n",
+        );
+        let s = Settings::load(Some(file.path()), &|_| None, &Overrides::default()).unwrap();
+        assert_eq!(s.tools.len(), 2);
+        let gh = s.tools.iter().find(|t| t.name == "github_search").unwrap();
+        assert_eq!(
+            (gh.threshold, gh.sections.as_deref(), gh.enabled),
+            (Some(500), Some(&["items".to_owned()][..]), None)
+        );
+        assert_eq!(s.tools.iter().find(|t| t.name == "ls").unwrap().enabled, Some(false));
+        let bad = write("[prompt.offload.tools.ls]\nsections = \"items\"\n");
+        let err = Settings::load(Some(bad.path()), &|_| None, &Overrides::default())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.starts_with("prompt.offload.tools.ls.sections (from ")
+                && err.ends_with("expected a list of strings, got \"items\""),
+            "{err}"
+        );
     }
 
     #[test]

@@ -17,7 +17,7 @@ use serde_json::{Value, json, value::RawValue};
 
 use lro_host::{
     DescriptorStyle, Detail, Event, ExtractRequest, ExtractResult, LroError, Operation, Options, Outcome, Overrides,
-    RecipeLibrary, Request, Runtime, Settings,
+    RecipeLibrary, Request, Runtime, Settings, ToolCall, ToolOutcome,
 };
 
 #[derive(Parser)]
@@ -102,8 +102,17 @@ impl ConfigArgs {
 #[derive(Args)]
 struct OffloadArgs {
     /// The operation that produced the records.
-    #[arg(long, value_enum, default_value_t = Op::Recall)]
+    #[arg(long, value_enum, default_value_t = Op::Recall, conflicts_with = "tool")]
     operation: Op,
+    /// MCP level: the input is the named tool's CallToolResult; print the CallToolResult to forward.
+    #[arg(long, value_name = "NAME")]
+    tool: Option<String>,
+    /// With --tool: the call's arguments (a JSON object).
+    #[arg(long, value_name = "JSON", requires = "tool")]
+    arguments: Option<String>,
+    /// With --tool: the request's _meta (or initialize params), to detect a downstream LRO proxy.
+    #[arg(long, value_name = "JSON", requires = "tool")]
+    meta: Option<String>,
     /// The operation's query, written to the file header.
     #[arg(long)]
     query: Option<String>,
@@ -121,8 +130,8 @@ struct OffloadArgs {
     disabled: bool,
     #[command(flatten)]
     config: ConfigArgs,
-    /// JSON array of records or search hits; for inject {"records": [...], "text": "..."}.
-    /// Standard input when absent or `-`.
+    /// JSON array of records or search hits; for inject {"records": [...], "text": "..."};
+    /// with --tool a CallToolResult. Standard input when absent or `-`.
     input: Option<PathBuf>,
 }
 
@@ -329,6 +338,27 @@ fn offload(cli: &Cli, args: &OffloadArgs) -> anyhow::Result<()> {
     };
     let config = args.config.settings(extra)?.config()?;
     let input = read_input(args.input.as_deref())?;
+    if let Some(tool) = &args.tool {
+        let call = ToolCall {
+            tool: tool.clone(),
+            arguments: args.arguments.clone().unwrap_or_else(|| "{}".into()),
+            result: input.clone(),
+            meta: args.meta.clone(),
+        };
+        return match runtime(cli)?.intercept(&config, &call)? {
+            // Unchanged means unchanged: the input's own bytes.
+            ToolOutcome::Unchanged(_) => {
+                let mut stdout = std::io::stdout().lock();
+                stdout.write_all(input.as_bytes()).context("writing standard output")?;
+                stdout.flush().context("writing standard output")
+            }
+            ToolOutcome::Offloaded(offloaded) => print_line(&offloaded.result),
+            ToolOutcome::Degraded(degraded) => {
+                eprintln!("lro: warning: {}", degraded.warning);
+                print_line(&degraded.result)
+            }
+        };
+    }
     let operation = match args.operation {
         Op::Recall => Operation::Recall,
         Op::Search => Operation::Search,
