@@ -458,3 +458,120 @@ fn query_is_sandboxed_jq_with_compact_output() {
         stderr(&out)
     );
 }
+
+#[test]
+fn offload_tool_reads_and_prints_call_tool_results() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir_arg(dir.path());
+    let case = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/cases/mcp");
+    let github = std::fs::read_to_string(case.join("github_search/result.json")).unwrap();
+
+    // Above the threshold: the CallToolResult to forward, with the descriptor inside.
+    let out = lro(
+        &[
+            "offload",
+            "--tool",
+            "search_issues",
+            "--arguments",
+            "{\"q\": \"bug\"}",
+            "--threshold",
+            "500",
+            "--output-dir",
+            &d,
+        ],
+        &github,
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let result: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(result["resultType"], "complete");
+    assert_eq!(result["structuredContent"]["offloaded"], true);
+    let items = result["structuredContent"]["files"]["items"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    // The generic file is queryable with lro extract.
+    let count = lro(
+        &["extract", &items, "--query", "length", "--slurp", "--output-dir", &d],
+        "",
+        &[],
+    );
+    assert_eq!(stdout(&count), "40\n", "{}", stderr(&count));
+    let recipe = lro(&["extract", &items, "--recipe", "1", "--output-dir", &d], "", &[]);
+    assert_eq!(recipe.status.code(), Some(2));
+    assert!(
+        stderr(&recipe).contains("no numbered recipes; use `query`"),
+        "{}",
+        stderr(&recipe)
+    );
+
+    // Below it, and for errors and images: the input's own bytes.
+    let out = lro(
+        &[
+            "offload",
+            "--tool",
+            "search_issues",
+            "--threshold",
+            "100000",
+            "--output-dir",
+            &d,
+        ],
+        &github,
+        &[],
+    );
+    assert!(
+        stdout(&out) == github,
+        "below the threshold the input is forwarded as it is"
+    );
+    let image = std::fs::read_to_string(case.join("image_result/result.json")).unwrap();
+    let out = lro(
+        &[
+            "offload",
+            "--tool",
+            "render_chart",
+            "--threshold",
+            "1",
+            "--output-dir",
+            &d,
+        ],
+        &image,
+        &[],
+    );
+    assert!(stdout(&out) == image, "an image result is forwarded as it is");
+
+    // Per-tool configuration from the file, and bad input.
+    let file = dir.path().join("lro.toml");
+    std::fs::write(&file, "[prompt.offload.tools.search_issues]\nthreshold = 500\n").unwrap();
+    let out = lro(
+        &[
+            "offload",
+            "--tool",
+            "search_issues",
+            "--config",
+            file.to_str().unwrap(),
+            "--output-dir",
+            &d,
+        ],
+        &github,
+        &[],
+    );
+    assert!(stdout(&out).contains("\"offloaded\":true"), "{}", stderr(&out));
+    let out = lro(&["offload", "--tool", "x", "--output-dir", &d], "[1, 2]", &[]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("result must be a CallToolResult object, got an array"),
+        "{}",
+        stderr(&out)
+    );
+    let out = lro(
+        &["offload", "--tool", "x", "--arguments", "[]", "--output-dir", &d],
+        "{}",
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("arguments must be a JSON object"),
+        "{}",
+        stderr(&out)
+    );
+}

@@ -1,0 +1,425 @@
+//! The MCP-level interceptor over the fixtures in `tests/cases/mcp/`: each realistic tool result
+//! above and below its threshold, checked structurally; every generated recipe run with the
+//! system jq and through the extractor; no data lost; descriptors within budget.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use common::*;
+use lro_host::{ExtractRequest, PassReason, ToolCall, ToolOutcome};
+use serde_json::{Map, Value, json};
+
+fn read_json(path: &Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+fn reason_name(reason: PassReason) -> &'static str {
+    match reason {
+        PassReason::UnderThreshold => "under-threshold",
+        PassReason::Disabled => "disabled",
+        PassReason::ErrorResult => "error-result",
+        PassReason::NonTextContent => "non-text-content",
+        PassReason::Proxied => "proxied",
+    }
+}
+
+fn norm(value: Value) -> Value {
+    match value {
+        Value::Number(n) => json!(n.as_f64().unwrap()),
+        Value::Array(items) => Value::Array(items.into_iter().map(norm).collect()),
+        Value::Object(map) => Value::Object(map.into_iter().map(|(k, v)| (k, norm(v))).collect()),
+        other => other,
+    }
+}
+
+fn lines_of(path: &str) -> Vec<Value> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .skip(1)
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// Splits `tail -n +2 'PATH' | jq -c[s] 'PROGRAM'` into (slurp, program).
+fn parse_command(command: &str) -> (bool, String) {
+    let (_, jq) = command.split_once(" | jq -c").expect(command);
+    let slurp = jq.starts_with('s');
+    let quoted = jq.trim_start_matches('s').trim_start();
+    let program = quoted
+        .strip_prefix('\'')
+        .and_then(|q| q.strip_suffix('\''))
+        .expect(command)
+        .replace("'\\''", "'");
+    (slurp, program)
+}
+
+fn run_jq(command: &str) -> Vec<Value> {
+    let out = Command::new("sh").args(["-c", command]).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{command}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::Deserializer::from_slice(&out.stdout)
+        .into_iter::<Value>()
+        .map(|v| norm(v.unwrap()))
+        .collect()
+}
+
+fn check_generic(case: &str, dir: &Path, expected: &Value, original_data: &Value, descriptor: &Value) {
+    assert_eq!(descriptor["offloaded"], true, "{case}");
+    let inline = expected["inline"].as_object().unwrap();
+    for (k, v) in inline {
+        assert_eq!(&descriptor[k], v, "{case}: inline key {k}");
+    }
+    let reserved = ["offloaded", "summary", "files", "schemas", "jq_recipes", "guidance"];
+    let extra: Vec<&String> = descriptor
+        .as_object()
+        .unwrap()
+        .keys()
+        .filter(|k| !reserved.contains(&k.as_str()) && !inline.contains_key(*k))
+        .collect();
+    assert!(extra.is_empty(), "{case}: unexpected inline keys {extra:?}");
+
+    let mut rebuilt = Map::new();
+    for (k, v) in inline {
+        rebuilt.insert(k.clone(), v.clone());
+    }
+    let mut rebuilt_array = None;
+    for (section, want) in expected["sections"].as_object().unwrap() {
+        let path = descriptor["files"][section]
+            .as_str()
+            .unwrap_or_else(|| panic!("{case}: no file for {section}"));
+        let header: Value =
+            serde_json::from_str(std::fs::read_to_string(path).unwrap().lines().next().unwrap()).unwrap();
+        assert_eq!(
+            (
+                header["type"].as_str(),
+                header["detail"].as_str(),
+                header["section"].as_str()
+            ),
+            (Some("lro_header"), Some("generic"), Some(section.as_str()))
+        );
+        let lines = lines_of(path);
+        assert_eq!(
+            descriptor["summary"][section]["count"], want["count"],
+            "{case}/{section}"
+        );
+        assert_eq!(lines.len() as u64, want["count"].as_u64().unwrap());
+        let schema = &descriptor["schemas"][section]["line_schema"];
+        match &want["types"] {
+            Value::String(t) => assert_eq!(&schema["type"], t, "{case}/{section}"),
+            Value::Object(types) => {
+                for (field, t) in types {
+                    assert_eq!(
+                        &schema["properties"][field]["type"], t,
+                        "{case}/{section}.{field}: {schema}"
+                    );
+                }
+            }
+            _ => {}
+        }
+        if let Some(required) = want.get("required") {
+            assert_eq!(&schema["required"], required, "{case}/{section}");
+        }
+        match (section.as_str(), original_data) {
+            ("other", _) => {
+                for line in lines {
+                    rebuilt.insert(line["key"].as_str().unwrap().to_owned(), line["value"].clone());
+                }
+            }
+            ("lines", Value::String(_)) => {
+                rebuilt_array = Some(Value::String(
+                    lines
+                        .iter()
+                        .map(|l| l["text"].as_str().unwrap())
+                        .collect::<Vec<_>>()
+                        .join("\n"),
+                ))
+            }
+            (_, Value::Array(_)) => rebuilt_array = Some(Value::Array(lines)),
+            _ => {
+                rebuilt.insert(section.clone(), Value::Array(lines));
+            }
+        }
+    }
+    let rebuilt = rebuilt_array.unwrap_or(Value::Object(rebuilt));
+    assert_eq!(
+        norm(rebuilt),
+        norm(original_data.clone()),
+        "{case}: the files and inline keys hold all the data"
+    );
+
+    let names: Vec<&str> = descriptor["jq_recipes"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    let want: Vec<&str> = expected["recipes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    assert_eq!(names, want, "{case}");
+    let files: Vec<&str> = descriptor["files"]
+        .as_object()
+        .unwrap()
+        .values()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    for (name, command) in descriptor["jq_recipes"].as_object().unwrap() {
+        let command = command.as_str().unwrap();
+        let jq_values = run_jq(command);
+        let (slurp, program) = parse_command(command);
+        let file = files.iter().find(|f| command.contains(*f)).unwrap();
+        let request = ExtractRequest {
+            path: (*file).to_owned(),
+            recipe: None,
+            query: Some(program),
+            params: None,
+            slurp,
+            limit: Some(u32::MAX),
+        };
+        let ours = RUNTIME.extract(&config(dir, 1600), &request).unwrap();
+        let ours: Vec<Value> = ours
+            .values
+            .iter()
+            .map(|v| norm(serde_json::from_str(v).unwrap()))
+            .collect();
+        assert_eq!(ours, jq_values, "{case}: recipe {name}");
+        assert!(
+            !ours.is_empty() || name.starts_with("search_"),
+            "{case}: recipe {name} found nothing"
+        );
+    }
+}
+
+#[test]
+fn every_fixture_gives_its_expected_outcome_above_and_below_its_threshold() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/cases/mcp");
+    let mut cases: Vec<PathBuf> = std::fs::read_dir(&root)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.is_dir())
+        .collect();
+    cases.sort();
+    assert!(cases.len() >= 7, "{} cases", cases.len());
+    for case_dir in cases {
+        let case = case_dir.file_name().unwrap().to_string_lossy().into_owned();
+        let call = read_json(&case_dir.join("call.json"));
+        let expected = read_json(&case_dir.join("expected.json"));
+        let result_text = std::fs::read_to_string(case_dir.join("result.json")).unwrap();
+        let original: Value = serde_json::from_str(&result_text).unwrap();
+        let tool_call = ToolCall {
+            tool: call["tool"].as_str().unwrap().to_owned(),
+            arguments: call["arguments"].to_string(),
+            result: result_text.clone(),
+            meta: call.get("meta").map(Value::to_string),
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let threshold = call["threshold"].as_u64().unwrap() as u32;
+        let outcome = RUNTIME.intercept(&config(dir.path(), threshold), &tool_call).unwrap();
+        match (expected["outcome"].as_str().unwrap(), outcome) {
+            ("unchanged", ToolOutcome::Unchanged(u)) => {
+                assert_eq!(reason_name(u.reason), expected["reason"], "{case}");
+                assert!(names(dir.path()).is_empty(), "{case}: nothing written");
+            }
+            ("offloaded", ToolOutcome::Offloaded(o)) => {
+                let new: Value = serde_json::from_str(&o.result).unwrap();
+                // Every field but the content is kept, in its place.
+                let keys = |v: &Value| v.as_object().unwrap().keys().cloned().collect::<Vec<_>>();
+                assert_eq!(keys(&new), keys(&original), "{case}");
+                for (k, v) in original.as_object().unwrap() {
+                    if k != "content" && k != "structuredContent" {
+                        assert_eq!(&new[k], v, "{case}: {k} preserved");
+                    }
+                }
+                let content = new["content"].as_array().unwrap();
+                assert_eq!(
+                    (content.len(), content[0]["type"].as_str()),
+                    (1, Some("text")),
+                    "{case}"
+                );
+                let descriptor: Value = serde_json::from_str(content[0]["text"].as_str().unwrap()).unwrap();
+                if original.get("structuredContent").is_some() {
+                    assert_eq!(
+                        new["structuredContent"], descriptor,
+                        "{case}: content and structuredContent agree"
+                    );
+                }
+                let tokens = RUNTIME.estimate(content[0]["text"].as_str().unwrap()).unwrap();
+                match expected["kind"].as_str().unwrap() {
+                    "memory" => {
+                        assert_eq!(descriptor["summary"]["count"], expected["count"], "{case}");
+                        assert_eq!(descriptor["summary"]["detail"], expected["detail"], "{case}");
+                        assert_eq!(descriptor["jq_recipes"].as_array().unwrap().len(), 10);
+                        assert_eq!(o.files, [descriptor["file_path"].as_str().unwrap()]);
+                        assert!(descriptor["summary"]["score_range"].is_array());
+                    }
+                    _ => {
+                        assert!(tokens <= 800, "{case}: descriptor of {tokens} tokens");
+                        let data = match original.get("structuredContent") {
+                            Some(v) => v.clone(),
+                            None => {
+                                let text = original["content"][0]["text"].as_str().unwrap();
+                                serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.to_owned()))
+                            }
+                        };
+                        check_generic(&case, dir.path(), &expected, &data, &descriptor);
+                    }
+                }
+            }
+            (want, got) => panic!("{case}: expected {want}, got {got:?}"),
+        }
+        // Below its threshold every result passes through (errors, images and proxies for their
+        // own reasons).
+        let high = RUNTIME
+            .intercept(&config(dir.path(), 1_000_000_000), &tool_call)
+            .unwrap();
+        let ToolOutcome::Unchanged(u) = high else {
+            panic!("{case}: {high:?}")
+        };
+        let want = expected
+            .get("reason")
+            .and_then(Value::as_str)
+            .unwrap_or("under-threshold");
+        assert_eq!(reason_name(u.reason), want, "{case} below its threshold");
+    }
+}
+
+/// GitHub-style results of any size, and shapes built to bloat a descriptor.
+fn adversarial(n: usize) -> Vec<Value> {
+    let items: Vec<Value> = (0..n).map(|i| json!({"id": i, "state": if i % 2 == 0 { "open" } else { "closed" }, "title": format!("issue {i} title text here")})).collect();
+    let wide: Vec<Value> = (0..n.min(500))
+        .map(|i| {
+            Value::Object(
+                (0..120)
+                    .map(|f| (format!("a_rather_long_field_name_number_{f:03}_x"), json!(i)))
+                    .collect(),
+            )
+        })
+        .collect();
+    let mut many = Map::new();
+    for k in 0..40 {
+        many.insert(
+            format!("section_with_a_long_name_{k:02}"),
+            json!((0..n.max(20)).map(|i| format!("v{i}")).collect::<Vec<_>>()),
+        );
+        many.insert(format!("scalar_{k}"), json!(k));
+    }
+    vec![
+        json!({"total_count": n, "items": items}),
+        json!(wide),
+        Value::Object(many),
+        json!((0..n).map(|i| format!("line {i}")).collect::<Vec<_>>()),
+    ]
+}
+
+#[test]
+fn generic_descriptors_stay_under_800_tokens_for_any_input_size() {
+    for n in [10, 1_000, 20_000] {
+        for (i, data) in adversarial(n).into_iter().enumerate() {
+            let dir = tempfile::tempdir().unwrap();
+            let result = json!({"content": [{"type": "text", "text": data.to_string()}], "structuredContent": data});
+            let call = ToolCall {
+                tool: "a_tool_with_quite_a_long_name_for_testing".into(),
+                arguments: "{}".into(),
+                result: result.to_string(),
+                meta: None,
+            };
+            let outcome = RUNTIME.intercept(&config(dir.path(), 10), &call).unwrap();
+            let ToolOutcome::Offloaded(o) = outcome else {
+                panic!("{n}/{i}: {outcome:?}")
+            };
+            let new: Value = serde_json::from_str(&o.result).unwrap();
+            let tokens = RUNTIME.estimate(new["content"][0]["text"].as_str().unwrap()).unwrap();
+            assert!(tokens <= 800, "n = {n}, shape {i}: {tokens} tokens");
+        }
+    }
+}
+
+#[test]
+fn per_tool_settings_choose_sections_inline_keys_and_thresholds() {
+    let dir = tempfile::tempdir().unwrap();
+    let case = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/cases/mcp/github_search");
+    let result = std::fs::read_to_string(case.join("result.json")).unwrap();
+    let call = ToolCall {
+        tool: "search_issues".into(),
+        arguments: "{}".into(),
+        result,
+        meta: None,
+    };
+    let mut cfg = config(dir.path(), 500);
+    cfg.tools = vec![lro_host::ToolSettings {
+        name: "search_issues".into(),
+        enabled: None,
+        threshold: None,
+        sections: Some(vec!["items".into()]),
+        inline_keys: Some(vec!["total_count".into()]),
+    }];
+    let ToolOutcome::Offloaded(o) = RUNTIME.intercept(&cfg, &call).unwrap() else {
+        panic!()
+    };
+    let new: Value = serde_json::from_str(&o.result).unwrap();
+    let d: Value = serde_json::from_str(new["content"][0]["text"].as_str().unwrap()).unwrap();
+    assert_eq!(d["total_count"], 1432);
+    assert!(
+        d.get("incomplete_results").is_none(),
+        "not listed inline, so in `other`"
+    );
+    assert_eq!(
+        d["files"].as_object().unwrap().keys().collect::<Vec<_>>(),
+        ["items", "other"]
+    );
+    cfg.tools[0].threshold = Some(1_000_000);
+    assert!(
+        matches!(RUNTIME.intercept(&cfg, &call).unwrap(), ToolOutcome::Unchanged(u) if u.reason == PassReason::UnderThreshold)
+    );
+    cfg.tools[0].threshold = None;
+    cfg.tools[0].enabled = Some(false);
+    assert!(
+        matches!(RUNTIME.intercept(&cfg, &call).unwrap(), ToolOutcome::Unchanged(u) if u.reason == PassReason::Disabled)
+    );
+}
+
+#[test]
+fn a_failed_write_degrades_to_a_truncated_result_and_leaves_no_file() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o555)).unwrap();
+    let case = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/cases/mcp/github_search");
+    let result = std::fs::read_to_string(case.join("result.json")).unwrap();
+    let call = ToolCall {
+        tool: "search_issues".into(),
+        arguments: "{}".into(),
+        result,
+        meta: None,
+    };
+    let outcome = RUNTIME.intercept(&config(dir.path(), 500), &call).unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
+    let ToolOutcome::Degraded(d) = outcome else {
+        panic!("{outcome:?}")
+    };
+    let new: Value = serde_json::from_str(&d.result).unwrap();
+    let text = new["content"][0]["text"].as_str().unwrap();
+    let payload: Value = serde_json::from_str(text).unwrap();
+    assert_eq!(new["structuredContent"], payload);
+    assert_eq!(
+        (payload["truncated"].as_bool(), payload["total_count"].as_u64()),
+        (Some(true), Some(40))
+    );
+    let returned = payload["returned_count"].as_u64().unwrap();
+    assert_eq!(payload["items"].as_array().unwrap().len() as u64, returned);
+    assert!(
+        d.warning.contains(&format!("Showing {returned} of 40 items")),
+        "{}",
+        d.warning
+    );
+    assert!(RUNTIME.estimate(text).unwrap() <= 500);
+    assert!(names(dir.path()).is_empty());
+}
