@@ -183,14 +183,23 @@ pub fn intercept(config: &Config, call: &ToolCall<'_>, emit: &mut dyn FnMut(Even
         Some(v) if !v.is_null() => Data::Json(v.clone()),
         _ => match serde_json::from_str::<Value>(&text) {
             Ok(v) if v.is_array() || v.is_object() => Data::Json(v),
-            _ => Data::Text(text),
+            _ => Data::Text(text.clone()),
         },
     };
 
     if let (Some(operation), Data::Json(value)) = (memory_operation(call.tool), &data)
         && let Some(records) = memory_records(value)
     {
-        return memory(&config, operation, &arguments, records, &mut result, tokens, emit);
+        return memory(
+            &config,
+            operation,
+            &arguments,
+            records,
+            &text,
+            &mut result,
+            tokens,
+            emit,
+        );
     }
     generic(&config, call.tool, settings, data, &mut result, tokens, emit)
 }
@@ -240,21 +249,20 @@ fn memory_records(value: &Value) -> Option<&Vec<Value>> {
     (!records.is_empty() && records.iter().all(memory_like)).then_some(records)
 }
 
+#[allow(clippy::too_many_arguments, reason = "one private call site")]
 fn memory(
     config: &Config,
     operation: Operation,
     arguments: &Map<String, Value>,
     records: &[Value],
+    text: &str,
     result: &mut Map<String, Value>,
     tokens: u32,
     emit: &mut dyn FnMut(Event),
 ) -> Result<ToolOutcome, Error> {
-    // inject_context's records are the pre-budget set only if the tool returned them.
-    let operation = if operation == Operation::Inject {
-        Operation::Recall
-    } else {
-        operation
-    };
+    // For inject the text content stands for the budgeted text; it is only returned inline, and
+    // this result is over the threshold already.
+    let inject_text = (operation == Operation::Inject).then_some(text);
     let detail = arguments.get("detail").and_then(Value::as_str).and_then(Detail::parse);
     let records = serde_json::to_string(records).expect("a Value always serialises");
     let request = Request {
@@ -262,7 +270,7 @@ fn memory(
         query: arguments.get("query").and_then(Value::as_str),
         detail,
         records: &records,
-        text: None,
+        text: inject_text,
     };
     // The record-level estimate is of the records alone; the decision was made on the whole result.
     let config = Config {
@@ -915,6 +923,31 @@ mod tests {
                 "search_body_items"
             ]
         );
+    }
+
+    #[test]
+    fn inject_context_results_with_records_are_offloaded_as_inject() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = Config {
+            dir: dir.path().to_str().unwrap().to_owned(),
+            threshold: 50,
+            ..Config::default()
+        };
+        let memories: Vec<Value> = (0..20)
+            .map(|i| json!({"id": format!("m{i}"), "namespace": "_semantic/x", "title": "t"}))
+            .collect();
+        let result =
+            json!({"content": [{"type": "text", "text": "## Context"}], "structuredContent": {"memories": memories}});
+        let call = ToolCall {
+            tool: "inject_context",
+            arguments: "{}",
+            result: &result.to_string(),
+            meta: None,
+        };
+        let ToolOutcome::Offloaded { files, .. } = intercept(&config, &call, &mut |_| {}).unwrap() else {
+            panic!()
+        };
+        assert!(files[0].contains("/atlatl-inject-"), "{files:?}");
     }
 
     #[test]
