@@ -29,11 +29,11 @@ use lro_host::{
 struct Cli {
     #[command(subcommand)]
     command: Command,
-    /// Wall-clock limit for one component call [default: 10 for offload and sweep, 1.5 for
+    /// Wall-clock limit for one component call [default: 10 for offload and sweep, 1 for
     /// extract and query].
     #[arg(long, global = true, value_name = "SECONDS")]
     timeout: Option<f64>,
-    /// Memory limit of the component [default: 2048 for offload and sweep, 1024 for extract
+    /// Memory limit of the component [default: 2048 for offload and sweep, 512 for extract
     /// and query].
     #[arg(long, global = true, value_name = "MIB")]
     memory_limit: Option<usize>,

@@ -49,16 +49,6 @@ fn query(path: &str, filter: &str, slurp: bool) -> ExtractRequest {
     }
 }
 
-/// Numbers compared as doubles: jq 1.6 prints `1.0` as `1`, jq 1.8 as `1.0`; both are the value 1.
-fn norm(value: Value) -> Value {
-    match value {
-        Value::Number(n) => json!(n.as_f64().unwrap()),
-        Value::Array(items) => Value::Array(items.into_iter().map(norm).collect()),
-        Value::Object(map) => Value::Object(map.into_iter().map(|(k, v)| (k, norm(v))).collect()),
-        other => other,
-    }
-}
-
 fn ours(result: &ExtractResult) -> Vec<Value> {
     assert!(!result.truncated);
     result

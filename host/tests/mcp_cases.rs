@@ -25,15 +25,6 @@ fn reason_name(reason: PassReason) -> &'static str {
     }
 }
 
-fn norm(value: Value) -> Value {
-    match value {
-        Value::Number(n) => json!(n.as_f64().unwrap()),
-        Value::Array(items) => Value::Array(items.into_iter().map(norm).collect()),
-        Value::Object(map) => Value::Object(map.into_iter().map(|(k, v)| (k, norm(v))).collect()),
-        other => other,
-    }
-}
-
 fn lines_of(path: &str) -> Vec<Value> {
     std::fs::read_to_string(path)
         .unwrap()
@@ -343,17 +334,22 @@ fn generic_descriptors_stay_under_800_tokens_for_any_input_size() {
     }
 }
 
-#[test]
-fn per_tool_settings_choose_sections_inline_keys_and_thresholds() {
-    let dir = tempfile::tempdir().unwrap();
+/// The GitHub search fixture as a call to `search_issues`.
+fn github_call() -> ToolCall {
     let case = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/cases/mcp/github_search");
     let result = std::fs::read_to_string(case.join("result.json")).unwrap();
-    let call = ToolCall {
+    ToolCall {
         tool: "search_issues".into(),
         arguments: "{}".into(),
         result,
         meta: None,
-    };
+    }
+}
+
+#[test]
+fn per_tool_settings_choose_sections_inline_keys_and_thresholds() {
+    let dir = tempfile::tempdir().unwrap();
+    let call = github_call();
     let mut cfg = config(dir.path(), 500);
     cfg.tools = vec![lro_host::ToolSettings {
         name: "search_issues".into(),
@@ -392,14 +388,7 @@ fn a_failed_write_degrades_to_a_truncated_result_and_leaves_no_file() {
     use std::os::unix::fs::PermissionsExt;
     let dir = tempfile::tempdir().unwrap();
     std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o555)).unwrap();
-    let case = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/cases/mcp/github_search");
-    let result = std::fs::read_to_string(case.join("result.json")).unwrap();
-    let call = ToolCall {
-        tool: "search_issues".into(),
-        arguments: "{}".into(),
-        result,
-        meta: None,
-    };
+    let call = github_call();
     let outcome = RUNTIME.intercept(&config(dir.path(), 500), &call).unwrap();
     std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
     let ToolOutcome::Degraded(d) = outcome else {

@@ -74,3 +74,13 @@ pub fn names(dir: &Path) -> Vec<String> {
     names.sort();
     names
 }
+
+/// Numbers compared as doubles: jq 1.6 prints `1.0` as `1`, jq 1.8 as `1.0`; both are the value 1.
+pub fn norm(value: Value) -> Value {
+    match value {
+        Value::Number(n) => serde_json::json!(n.as_f64().unwrap()),
+        Value::Array(items) => Value::Array(items.into_iter().map(norm).collect()),
+        Value::Object(map) => Value::Object(map.into_iter().map(|(k, v)| (k, norm(v))).collect()),
+        other => other,
+    }
+}
