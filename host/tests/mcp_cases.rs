@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use common::*;
-use lro_host::{ExtractRequest, PassReason, ToolCall, ToolOutcome};
+use lro_host::{PassReason, ToolCall, ToolOutcome};
 use serde_json::{Map, Value, json};
 
 fn read_json(path: &Path) -> Value {
@@ -168,19 +168,25 @@ fn check_generic(case: &str, dir: &Path, expected: &Value, original_data: &Value
         let jq_values = run_jq(command);
         let (slurp, program) = parse_command(command);
         let file = files.iter().find(|f| command.contains(*f)).unwrap();
-        let request = ExtractRequest {
-            path: (*file).to_owned(),
-            recipe: None,
-            query: Some(program),
-            params: None,
-            slurp,
-            limit: Some(u32::MAX),
-        };
-        let ours = RUNTIME.extract(&config(dir, 1600), &request).unwrap();
-        let ours: Vec<Value> = ours
-            .values
-            .iter()
-            .map(|v| norm(serde_json::from_str(v).unwrap()))
+        // Through the `lro extract` command, as a user (or a host's test) runs it.
+        let mut args = vec!["extract", file, "--query", program.as_str(), "--limit", "4000000000"];
+        if slurp {
+            args.push("--slurp");
+        }
+        args.extend(["--output-dir", dir.to_str().unwrap()]);
+        let out = Command::new(env!("CARGO_BIN_EXE_lro"))
+            .args(&args)
+            .env("LRO_CACHE_DIR", cache_dir())
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{case}: lro extract for {name}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let ours: Vec<Value> = serde_json::Deserializer::from_slice(&out.stdout)
+            .into_iter::<Value>()
+            .map(|v| norm(v.unwrap()))
             .collect();
         assert_eq!(ours, jq_values, "{case}: recipe {name}");
         assert!(
