@@ -5,8 +5,7 @@
 //! Python reference (`spec/python-offload-response.md`).
 
 use std::collections::{HashMap, HashSet};
-use std::fs::{self, OpenOptions};
-use std::io::{BufWriter, Write};
+use std::fs;
 
 use serde_json::{Map, Value, json};
 use ulid::Ulid;
@@ -136,9 +135,8 @@ pub fn intercept(config: &Config, call: &ToolCall<'_>, emit: &mut dyn FnMut(Even
     let enabled = settings.and_then(|t| t.enabled).unwrap_or(config.enabled);
     let threshold = settings.and_then(|t| t.threshold).unwrap_or(config.threshold);
 
-    let mut measured = result.clone();
-    measured.remove("_meta");
-    let tokens = Counts::of(&Value::Object(measured).to_string()).tokens();
+    let without_meta = serde_json::to_string(&WithoutMeta(&result)).expect("a Map always serialises");
+    let tokens = Counts::of(&without_meta).tokens();
     let unchanged = |reason| Ok(ToolOutcome::Unchanged { reason, tokens });
     if result.get("isError").and_then(Value::as_bool) == Some(true) {
         return unchanged(PassReason::ErrorResult);
@@ -202,6 +200,15 @@ pub fn intercept(config: &Config, call: &ToolCall<'_>, emit: &mut dyn FnMut(Even
         );
     }
     generic(&config, call.tool, settings, data, &mut result, tokens, emit)
+}
+
+/// A result serialised without its `_meta` (what the estimate covers), without copying it.
+struct WithoutMeta<'a>(&'a Map<String, Value>);
+
+impl serde::Serialize for WithoutMeta<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_map(self.0.iter().filter(|(k, _)| k.as_str() != "_meta"))
+    }
 }
 
 /// True when the request says a downstream LRO proxy will offload: the 2026-07-28 `_meta`
@@ -475,7 +482,7 @@ fn generic(
             "estimated_tokens": section_tokens, "detail": "generic", "tool": tool, "section": section.key,
         })
         .to_string();
-        match write_file(config, &name, &header, &lines) {
+        match offload::write_atomically(config, &name, &header, lines.iter().map(String::as_str)) {
             Ok(bytes) => files.push((path, lines.len(), section_tokens, bytes, operation)),
             Err(e) => {
                 failure = Some(format!("writing {path}: {e}"));
@@ -512,35 +519,14 @@ fn generic(
         });
     }
     let paths: Vec<&str> = files.iter().map(|f| f.0.as_str()).collect();
-    let descriptor = generic_descriptor(config, &inline, &sections, &paths, tokens);
+    let section_tokens: Vec<u32> = files.iter().map(|f| f.2).collect();
+    let descriptor = generic_descriptor(config, &inline, &sections, &paths, &section_tokens, tokens);
     let text = descriptor.to_string();
     Ok(ToolOutcome::Offloaded {
         result: replace(result, &text, descriptor),
         files: paths.iter().map(|p| (*p).to_owned()).collect(),
         tokens,
     })
-}
-
-fn write_file(config: &Config, name: &str, header: &str, lines: &[String]) -> std::io::Result<u64> {
-    let base = config.dir_base();
-    let (tmp, path) = (format!("{base}/.{name}.tmp"), format!("{base}/{name}"));
-    let write = || -> std::io::Result<u64> {
-        let mut out = BufWriter::with_capacity(256 * 1024, OpenOptions::new().write(true).create_new(true).open(&tmp)?);
-        let mut bytes = header.len() as u64 + 1;
-        writeln!(out, "{header}")?;
-        for line in lines {
-            writeln!(out, "{line}")?;
-            bytes += line.len() as u64 + 1;
-        }
-        out.into_inner().map_err(|e| e.into_error())?.flush()?;
-        fs::rename(&tmp, &path)?;
-        Ok(bytes)
-    };
-    let result = write();
-    if result.is_err() {
-        let _ = fs::remove_file(&tmp);
-    }
-    result
 }
 
 /// A JSON Schema of the section's lines, inferred: field names in first-seen order, their JSON
@@ -715,8 +701,13 @@ fn generic_descriptor(
     inline: &Map<String, Value>,
     sections: &[Section],
     paths: &[&str],
+    section_tokens: &[u32],
     tokens: u32,
 ) -> Value {
+    // Computed once; the levels below only choose how much of it to show.
+    let schemas: Vec<Value> = sections.iter().map(|s| infer_schema(&s.lines)).collect();
+    let recipes: Vec<Vec<GenRecipe>> = sections.iter().map(|s| section_recipes(&s.key, &s.lines)).collect();
+    let guidance = generic_guidance(config.native, sections, paths, tokens);
     // Richest first; each step drops what helps least until the descriptor fits its budget.
     for level in 0..4 {
         let mut d = Map::new();
@@ -726,41 +717,36 @@ fn generic_descriptor(
         }
         let mut summary = Map::new();
         let mut files = Map::new();
-        let mut schemas = Map::new();
-        let mut recipes = Map::new();
-        for (section, path) in sections.iter().zip(paths) {
-            let section_tokens = section.lines.iter().map(estimate_value).sum::<u32>();
+        let mut schema_map = Map::new();
+        let mut recipe_map = Map::new();
+        for (i, (section, path)) in sections.iter().zip(paths).enumerate() {
             summary.insert(
                 section.key.clone(),
-                json!({"count": section.lines.len(), "estimated_tokens": section_tokens}),
+                json!({"count": section.lines.len(), "estimated_tokens": section_tokens[i]}),
             );
             files.insert(section.key.clone(), json!(path));
             if level < 2 {
-                let mut schema = infer_schema(&section.lines);
+                let mut schema = schemas[i].clone();
                 if level == 1 {
                     schema.as_object_mut().expect("an object").remove("required");
                 }
-                schemas.insert(
+                schema_map.insert(
                     section.key.clone(),
                     json!({"description": "Line 1 is header metadata. Lines 2+ are data objects.", "line_schema": schema}),
                 );
             }
-            let all = section_recipes(&section.key, &section.lines);
-            let keep = if level < 3 { all.len() } else { 2 };
-            for r in all.into_iter().take(keep) {
-                recipes.insert(r.name, json!(recipe_command(path, &r.program, r.slurp)));
+            let keep = if level < 3 { recipes[i].len() } else { 2 };
+            for r in recipes[i].iter().take(keep) {
+                recipe_map.insert(r.name.clone(), json!(recipe_command(path, &r.program, r.slurp)));
             }
         }
         d.insert("summary".into(), Value::Object(summary));
         d.insert("files".into(), Value::Object(files));
         if level < 2 {
-            d.insert("schemas".into(), Value::Object(schemas));
+            d.insert("schemas".into(), Value::Object(schema_map));
         }
-        d.insert("jq_recipes".into(), Value::Object(recipes));
-        d.insert(
-            "guidance".into(),
-            json!(generic_guidance(config.native, sections, paths, tokens)),
-        );
+        d.insert("jq_recipes".into(), Value::Object(recipe_map));
+        d.insert("guidance".into(), json!(guidance));
         let value = Value::Object(d);
         if estimate_value(&value) <= DESCRIPTOR_BUDGET || level == 3 {
             return value;

@@ -91,7 +91,7 @@ pub fn offload(config: &Config, request: &Request<'_>, emit: &mut dyn FnMut(Even
     let path = format!("{}/{name}", config.dir_base());
     let header = header_line(config, request, detail, records.len(), tokens, ulid.timestamp_ms());
 
-    match write_atomically(config, &name, &header, &records) {
+    match write_atomically(config, &name, &header, records.iter().map(Record::line)) {
         Ok(bytes) => {
             let count = len_u32(records.len());
             let descriptor = descriptor(config, request.operation, detail, &path, &records, tokens);
@@ -232,13 +232,18 @@ fn header_line(
 }
 
 /// Writes header and lines to a hidden temporary name, then renames it into place, so a reader
-/// (or a sweep) never sees a partial file. Returns the file size.
-fn write_atomically(config: &Config, name: &str, header: &str, records: &[Record]) -> io::Result<u64> {
+/// (or a sweep) never sees a partial file. Returns the file size. Used for every offload file.
+pub(crate) fn write_atomically<'a>(
+    config: &Config,
+    name: &str,
+    header: &str,
+    lines: impl Iterator<Item = &'a str>,
+) -> io::Result<u64> {
     let base = config.dir_base();
     let tmp = format!("{base}/.{name}.tmp");
     let path = format!("{base}/{name}");
     let file = OpenOptions::new().write(true).create_new(true).open(&tmp)?;
-    let result = write_lines(file, header, records).and_then(|bytes| {
+    let result = write_lines(file, header, lines).and_then(|bytes| {
         // rename() replaces an existing file; a ULID clash is astronomically unlikely, but
         // refusing it keeps the no-lost-data promise unconditional.
         if fs::symlink_metadata(&path).is_ok() {
@@ -253,13 +258,12 @@ fn write_atomically(config: &Config, name: &str, header: &str, records: &[Record
     result
 }
 
-fn write_lines(file: File, header: &str, records: &[Record]) -> io::Result<u64> {
+fn write_lines<'a>(file: File, header: &str, lines: impl Iterator<Item = &'a str>) -> io::Result<u64> {
     let mut out = BufWriter::with_capacity(256 * 1024, file);
     let mut bytes = header.len() as u64 + 1;
     out.write_all(header.as_bytes())?;
     out.write_all(b"\n")?;
-    for record in records {
-        let line = record.line();
+    for line in lines {
         out.write_all(line.as_bytes())?;
         out.write_all(b"\n")?;
         bytes += line.len() as u64 + 1;
