@@ -179,6 +179,33 @@ impl Error {
     pub fn is_limit(&self) -> bool {
         matches!(self, Error::Timeout(_) | Error::MemoryLimit(_) | Error::StackOverflow)
     }
+
+    /// The error's kind as every host names it (docs/HOSTS.md): the WIT case (`"not-found"`,
+    /// `"invalid-filter"`, ...) for the component's errors, else `"timeout"`, `"memory-limit"`,
+    /// `"stack-overflow"`, `"trap"`, `"directory"` or `"load"`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Error::Lro(e) => match e {
+                LroError::InvalidConfig(_) => "invalid-config",
+                LroError::InvalidInput(_) => "invalid-input",
+                LroError::Io(_) => "io",
+                LroError::InvalidRequest(_) => "invalid-request",
+                LroError::NotFound(_) => "not-found",
+                LroError::OutsideDirectory(_) => "outside-directory",
+                LroError::NotLroFile(_) => "not-lro-file",
+                LroError::Expired(_) => "expired",
+                LroError::Corrupt(_) => "corrupt",
+                LroError::InvalidFilter(_) => "invalid-filter",
+                LroError::FilterFailed(_) => "filter-failed",
+            },
+            Error::Timeout(_) => "timeout",
+            Error::MemoryLimit(_) => "memory-limit",
+            Error::StackOverflow => "stack-overflow",
+            Error::Trap(_) => "trap",
+            Error::Directory { .. } => "directory",
+            Error::Load(_) => "load",
+        }
+    }
 }
 
 fn describe(error: &LroError) -> String {

@@ -115,24 +115,24 @@ fn operation(value: &Value) -> Operation {
 // ---- WIT values -> JSON form ---------------------------------------------------------------
 
 fn error_json(error: &Error) -> Value {
-    let (kind, message) = match error {
-        Error::Lro(e) => match e {
-            LroError::InvalidConfig(m) => ("invalid-config", m.clone()),
-            LroError::InvalidInput(m) => ("invalid-input", m.clone()),
-            LroError::Io(m) => ("io", m.clone()),
-            LroError::InvalidRequest(m) => ("invalid-request", m.clone()),
-            LroError::NotFound(m) => ("not-found", m.clone()),
-            LroError::OutsideDirectory(m) => ("outside-directory", m.clone()),
-            LroError::NotLroFile(m) => ("not-lro-file", m.clone()),
-            LroError::Expired(m) => ("expired", m.clone()),
-            LroError::Corrupt(m) => ("corrupt", m.clone()),
-            LroError::InvalidFilter(m) => ("invalid-filter", m.clone()),
-            LroError::FilterFailed(m) => ("filter-failed", m.clone()),
-        },
-        // Limits and host failures carry host-specific text; the cases never expect them.
-        other => ("host", other.to_string()),
+    let message = match error {
+        Error::Lro(
+            LroError::InvalidConfig(m)
+            | LroError::InvalidInput(m)
+            | LroError::Io(m)
+            | LroError::InvalidRequest(m)
+            | LroError::NotFound(m)
+            | LroError::OutsideDirectory(m)
+            | LroError::NotLroFile(m)
+            | LroError::Expired(m)
+            | LroError::Corrupt(m)
+            | LroError::InvalidFilter(m)
+            | LroError::FilterFailed(m),
+        ) => m.clone(),
+        // Limits and host failures carry host-specific text; no case expects them.
+        other => other.to_string(),
     };
-    json!({"kind": kind, "message": message})
+    json!({"kind": error.kind(), "message": message})
 }
 
 fn event_json(event: &Event) -> Value {
