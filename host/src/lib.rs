@@ -505,12 +505,30 @@ fn trap_error(error: wasmtime::Error, limits: Limits, memory_hit: bool, stderr: 
         Some(Trap::StackOverflow) => return Error::StackOverflow,
         _ => {}
     }
+    let text = format!("{error:#}");
+    if shadow_stack_overflow(&text) {
+        return Error::StackOverflow;
+    }
     let guest = String::from_utf8_lossy(&stderr.contents()).trim().to_owned();
     if guest.is_empty() {
         Error::Trap(format!("{error:#}"))
     } else {
         Error::Trap(format!("{error:#}; the component said: {guest}"))
     }
+}
+
+/// Deep recursion in the guest usually exhausts its shadow stack (in linear memory, placed first),
+/// not wasm's own call stack: the stack pointer wraps below address 0 and the next access faults
+/// near 4 GiB. Wasmtime reports that as an out-of-bounds access, so recognise it by the address.
+fn shadow_stack_overflow(trap: &str) -> bool {
+    const MARK: &str = "memory fault at wasm address 0x";
+    trap.find(MARK).is_some_and(|i| {
+        let hex: String = trap[i + MARK.len()..]
+            .chars()
+            .take_while(char::is_ascii_hexdigit)
+            .collect();
+        u64::from_str_radix(&hex, 16).is_ok_and(|address| address >= 0xFFFF_0000)
+    })
 }
 
 /// Makes `config.dir` an existing, absolute, canonical directory; returns the config with that
