@@ -1,0 +1,22 @@
+// Shared by the tests: the component must be the one $LRO_WASM names, transpiled into gen/.
+import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
+import { existsSync, readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export const HOST = dirname(dirname(fileURLToPath(import.meta.url)));
+export const REPO = join(HOST, '..', '..');
+export const CASES = join(REPO, 'tests', 'cases');
+
+/** Fails (never skips) unless $LRO_WASM names a file and gen/ was transpiled from it. */
+export function requireComponent() {
+  const wasm = process.env.LRO_WASM;
+  assert.ok(wasm, 'LRO_WASM is not set: run the tests as `LRO_WASM=/path/to/lro.wasm npm test`');
+  assert.ok(existsSync(wasm), `LRO_WASM=${wasm}: no such file`);
+  const source = join(HOST, 'gen', 'source.json');
+  assert.ok(existsSync(source), 'gen/ is missing: `npm test` builds it (or run `npm run build`)');
+  const sha256 = createHash('sha256').update(readFileSync(wasm)).digest('hex');
+  const built = JSON.parse(readFileSync(source, 'utf8'));
+  assert.equal(built.sha256, sha256, `gen/ was transpiled from another build of ${built.wasm}: run \`npm run build\``);
+}
