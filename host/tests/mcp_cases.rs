@@ -15,16 +15,6 @@ fn read_json(path: &Path) -> Value {
     serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
 
-fn reason_name(reason: PassReason) -> &'static str {
-    match reason {
-        PassReason::UnderThreshold => "under-threshold",
-        PassReason::Disabled => "disabled",
-        PassReason::ErrorResult => "error-result",
-        PassReason::NonTextContent => "non-text-content",
-        PassReason::Proxied => "proxied",
-    }
-}
-
 fn lines_of(path: &str) -> Vec<Value> {
     std::fs::read_to_string(path)
         .unwrap()

@@ -8,10 +8,10 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use common::RUNTIME;
+use common::{RUNTIME, reason_name};
 use lro_host::{
     Config, DescriptorStyle, Detail, Error, Event, ExtractRequest, ExtractResult, LroError, Operation, Options,
-    Outcome, PassReason, RecipeLibrary, Request, ToolCall, ToolOutcome, ToolSettings,
+    Outcome, RecipeLibrary, Request, ToolCall, ToolOutcome, ToolSettings,
 };
 use serde_json::{Map, Value, json};
 
@@ -162,16 +162,6 @@ fn outcome_json(outcome: Outcome) -> Value {
             "kind": "degraded", "payload": r.payload, "warning": r.warning, "total": r.total,
             "returned": r.returned
         }),
-    }
-}
-
-fn reason_name(reason: PassReason) -> &'static str {
-    match reason {
-        PassReason::UnderThreshold => "under-threshold",
-        PassReason::Disabled => "disabled",
-        PassReason::ErrorResult => "error-result",
-        PassReason::NonTextContent => "non-text-content",
-        PassReason::Proxied => "proxied",
     }
 }
 

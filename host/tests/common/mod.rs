@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, LazyLock, Mutex};
 
-use lro_host::{Config, Detail, Event, Operation, Options, Request, Runtime, Settings};
+use lro_host::{Config, Detail, Event, Operation, Options, PassReason, Request, Runtime, Settings};
 use serde_json::Value;
 
 /// Where the compiled component is cached between test processes.
@@ -82,5 +82,16 @@ pub fn norm(value: Value) -> Value {
         Value::Array(items) => Value::Array(items.into_iter().map(norm).collect()),
         Value::Object(map) => Value::Object(map.into_iter().map(|(k, v)| (k, norm(v))).collect()),
         other => other,
+    }
+}
+
+/// A pass reason by its WIT name.
+pub fn reason_name(reason: PassReason) -> &'static str {
+    match reason {
+        PassReason::UnderThreshold => "under-threshold",
+        PassReason::Disabled => "disabled",
+        PassReason::ErrorResult => "error-result",
+        PassReason::NonTextContent => "non-text-content",
+        PassReason::Proxied => "proxied",
     }
 }
