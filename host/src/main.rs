@@ -8,12 +8,14 @@ use std::io::{IsTerminal, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, bail};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use serde::Deserialize;
 use serde_json::{Value, json, value::RawValue};
+
+mod bench;
 
 use lro_host::{
     DescriptorStyle, Detail, Event, ExtractRequest, ExtractResult, LroError, Operation, Options, Outcome, Overrides,
@@ -65,6 +67,23 @@ enum Command {
     },
     /// Print deterministic sample MIF records (a JSON array) for demos and tests.
     Sample(SampleArgs),
+    /// Measure offload, extraction, instantiation and descriptor sizes against native code and
+    /// the system jq; print a Markdown report (build with --release for real figures).
+    Bench(BenchArgs),
+}
+
+#[derive(Args)]
+struct BenchArgs {
+    /// Also write the report to this file (e.g. BENCHMARKS.md).
+    #[arg(long, value_name = "FILE")]
+    write: Option<PathBuf>,
+    /// Scratch directory for offloaded files and the artifact cache [default: a new one under
+    /// the system temporary directory].
+    #[arg(long, value_name = "DIR")]
+    dir: Option<PathBuf>,
+    /// Fewer repetitions and no 50,000-record runs: a smoke test of the benchmark itself.
+    #[arg(long)]
+    quick: bool,
 }
 
 #[derive(Args)]
@@ -323,6 +342,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Recipes(args) => recipes(&cli, args),
         Command::Component { output } => component(output.as_deref()),
         Command::Sample(args) => sample(args),
+        Command::Bench(args) => bench(args),
     }
 }
 
@@ -572,4 +592,44 @@ fn event_json(event: &Event) -> Value {
         Event::OffloadFileExpired(e) => json!({"event": "OffloadFileExpired", "path": e.path,
             "created": lro_core::time::format_rfc3339_ms(e.created), "expired": lro_core::time::format_rfc3339_ms(e.expired)}),
     }
+}
+
+fn bench(args: &BenchArgs) -> anyhow::Result<()> {
+    if cfg!(debug_assertions) {
+        eprintln!("lro bench: this is a debug build; run `cargo run --release -p lro-host -- bench` for real figures");
+    }
+    let dir = args.dir.clone().unwrap_or_else(bench::default_dir);
+    let started = Instant::now();
+    let result = bench::run(&dir, args.quick);
+    if args.dir.is_none() {
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+    let figures = result?;
+    let command = if args.quick {
+        "cargo run --release -p lro-host -- bench --quick"
+    } else {
+        "cargo run --release -p lro-host -- bench --write BENCHMARKS.md"
+    };
+    let report = format!(
+        "# Benchmarks\n\nProduced by `{command}` in {:.0} s on {}. Medians; ratios come from one run, \
+         so they hold on a noisy machine where absolute times drift. Regenerate rather than edit.\n\n{}",
+        started.elapsed().as_secs_f64(),
+        bench::environment(),
+        figures.markdown
+    );
+    print!("{report}");
+    if let Some(path) = &args.write {
+        write_atomically(path, report.as_bytes()).with_context(|| format!("writing {}", path.display()))?;
+    }
+    if figures.misses > 0 {
+        eprintln!("lro bench: {} target(s) missed (see the Targets table)", figures.misses);
+    }
+    Ok(())
+}
+
+/// Writes `path` through a temporary file in the same directory, so a reader never sees half.
+fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let tmp = path.with_extension("tmp");
+    std::fs::write(&tmp, bytes)?;
+    std::fs::rename(&tmp, path)
 }

@@ -1,0 +1,45 @@
+//! Runs the native offload and extraction in a loop, for `perf record`:
+//! `cargo build --release -p lro-core --example profile && perf record -g target/release/examples/profile offload`.
+
+use lro_core::{Config, Detail, Operation};
+
+fn main() {
+    let what = std::env::args().nth(1).unwrap_or_else(|| "offload".into());
+    let n: usize = std::env::args().nth(2).map_or(500, |s| s.parse().unwrap());
+    let dir = std::env::temp_dir().join(format!("lro-profile-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let config = Config {
+        dir: dir.to_str().unwrap().to_owned(),
+        ..Config::default()
+    };
+    let records = serde_json::to_string(&lro_core::sample::records(Detail::Full, n, 42, false)).unwrap();
+    let request = lro_core::offload::Request {
+        operation: Operation::Recall,
+        query: Some("caching"),
+        detail: Some(Detail::Full),
+        records: &records,
+        text: None,
+    };
+    let start = std::time::Instant::now();
+    let reps = 20_000 / n.max(1) + 1;
+    for _ in 0..reps {
+        let out = lro_core::offload::offload(&config, &request, &mut |_| {}).unwrap();
+        let lro_core::Outcome::Offloaded { path, .. } = out else {
+            panic!()
+        };
+        if what == "extract" {
+            let req = lro_core::extract::ExtractRequest {
+                path: &path,
+                recipe: Some(2),
+                query: None,
+                params: None,
+                slurp: false,
+                limit: Some(u32::MAX),
+            };
+            lro_core::extract::extract(&config, &req, 0).unwrap();
+        }
+        std::fs::remove_file(path).unwrap();
+    }
+    eprintln!("{what} {n}: {:?} per rep", start.elapsed() / reps as u32);
+    std::fs::remove_dir_all(dir).unwrap();
+}
