@@ -7,6 +7,7 @@
 
 #![deny(unsafe_code)]
 
+pub mod compact;
 pub mod custody;
 pub mod estimate;
 pub mod extract;

@@ -4,17 +4,20 @@
 //! order of the result set. Search hits `{"memory": {...}, "score": x}` are written as the memory
 //! alone; the score never reaches the file.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, BufWriter, Write};
 
-use serde_json::{Map, Value, json};
+use serde_json::value::RawValue;
+use serde_json::{Value, json};
 use ulid::Ulid;
 
+use crate::compact::{self, compacted};
 use crate::estimate::Counts;
 use crate::recipes::{library, line_schema};
 use crate::time::format_rfc3339_ms;
-use crate::{Config, DescriptorStyle, Detail, Error, Event, Operation, Outcome, TypeName, json_string};
+use crate::{Config, DescriptorStyle, Detail, Error, Event, Operation, Outcome, json_string};
 
 /// A result set to intercept (the WIT `request` record).
 #[derive(Debug, Clone, Copy)]
@@ -31,17 +34,18 @@ pub struct Request<'a> {
     pub text: Option<&'a str>,
 }
 
-/// One record of the result set, serialised once.
-struct Record {
+/// One record of the result set, as compact JSON text (borrowed from the input when it was
+/// compact already).
+struct Record<'a> {
     /// Compact JSON of the element as given (hit or memory): what inline delivery would send.
-    inline: String,
+    inline: Cow<'a, str>,
     /// Compact JSON of the memory alone: the file line. None when it equals `inline`.
-    line: Option<String>,
+    line: Option<Cow<'a, str>>,
     namespace: Option<String>,
     score: Option<f64>,
 }
 
-impl Record {
+impl Record<'_> {
     fn line(&self) -> &str {
         self.line.as_deref().unwrap_or(&self.inline)
     }
@@ -79,7 +83,7 @@ pub fn offload(config: &Config, request: &Request<'_>, emit: &mut dyn FnMut(Even
     if !config.enabled || tokens <= config.threshold {
         let text = match request.text {
             Some(text) => text.to_owned(),
-            None => join_array(records.iter().map(|r| r.inline.as_str())),
+            None => join_array(records.iter().map(|r| r.inline.as_ref())),
         };
         return Ok(Outcome::Inline { text, tokens });
     }
@@ -135,66 +139,71 @@ fn len_u32(n: usize) -> u32 {
     u32::try_from(n).unwrap_or(u32::MAX)
 }
 
-fn parse_records(text: &str) -> Result<Vec<Record>, Error> {
-    let value: Value =
-        serde_json::from_str(text).map_err(|e| Error::InvalidInput(format!("records are not valid JSON: {e}")))?;
-    let Value::Array(items) = value else {
-        return Err(Error::InvalidInput(format!(
-            "records must be a JSON array of memory objects or search hits, got {}",
-            TypeName(&value)
-        )));
-    };
+fn parse_records(text: &str) -> Result<Vec<Record<'_>>, Error> {
+    let items: Vec<&RawValue> = serde_json::from_str(text).map_err(|e| {
+        // One pass in the common case; on failure, say whether it is not JSON or not an array.
+        match serde_json::from_str::<&RawValue>(text) {
+            Ok(whole) if !whole.get().starts_with('[') => Error::InvalidInput(format!(
+                "records must be a JSON array of memory objects or search hits, got {}",
+                compact::type_name(whole.get())
+            )),
+            Ok(_) => Error::InvalidInput(format!("records are not valid JSON: {e}")),
+            Err(e) => Error::InvalidInput(format!("records are not valid JSON: {e}")),
+        }
+    })?;
     items
         .into_iter()
         .enumerate()
         .map(|(i, item)| {
-            let Value::Object(object) = item else {
+            let raw = item.get();
+            if !raw.starts_with('{') {
                 return Err(Error::InvalidInput(format!(
                     "records[{i}] is {}; expected a memory object or a search hit {{\"memory\": {{...}}, \"score\": n}}",
-                    TypeName(&item)
+                    compact::type_name(raw)
                 )));
-            };
-            to_record(i, object)
+            }
+            to_record(i, raw)
         })
         .collect()
 }
 
-fn to_record(i: usize, object: Map<String, Value>) -> Result<Record, Error> {
-    let inline = Value::Object(object);
-    let text = serde_json::to_string(&inline).expect("a Value always serialises");
-    let Value::Object(object) = inline else {
-        unreachable!("built as an object above")
-    };
-    match object.get("memory") {
-        Some(Value::Object(memory)) => {
-            let score = match object.get("score") {
-                None | Some(Value::Null) => None,
-                Some(Value::Number(n)) => n.as_f64(),
+fn to_record(i: usize, raw: &str) -> Result<Record<'_>, Error> {
+    let scan = compact::scan(raw);
+    let inline = compacted(raw, scan.compact);
+    match scan.memory {
+        Some(memory) if memory.starts_with('{') => {
+            let score = match scan.score {
+                None | Some("null") => None,
+                Some(number) if compact::type_name(number) == "a number" => {
+                    Some(serde_json::from_str::<f64>(number).expect("the parser accepted this number"))
+                }
                 Some(other) => {
                     return Err(Error::InvalidInput(format!(
                         "records[{i}].score is {}; a search hit's score must be a number",
-                        TypeName(other)
+                        compact::type_name(other)
                     )));
                 }
             };
+            let memory_scan = compact::scan(memory);
             Ok(Record {
-                line: Some(serde_json::to_string(memory).expect("a Map always serialises")),
-                namespace: namespace_of(memory),
+                line: Some(compacted(memory, memory_scan.compact)),
+                namespace: namespace_of(memory_scan.namespace),
                 score,
-                inline: text,
+                inline,
             })
         }
         _ => Ok(Record {
-            namespace: namespace_of(&object),
+            namespace: namespace_of(scan.namespace),
             score: None,
             line: None,
-            inline: text,
+            inline,
         }),
     }
 }
 
-fn namespace_of(memory: &Map<String, Value>) -> Option<String> {
-    memory.get("namespace").and_then(Value::as_str).map(str::to_owned)
+fn namespace_of(raw: Option<&str>) -> Option<String> {
+    raw.filter(|r| r.starts_with('"'))
+        .map(|r| serde_json::from_str(r).expect("the parser accepted this string"))
 }
 
 fn join_array<'a>(items: impl Iterator<Item = &'a str>) -> String {
@@ -272,7 +281,7 @@ fn write_lines<'a>(file: File, header: &str, lines: impl Iterator<Item = &'a str
     Ok(bytes)
 }
 
-fn top_namespaces(records: &[Record]) -> Vec<&str> {
+fn top_namespaces<'a>(records: &'a [Record<'_>]) -> Vec<&'a str> {
     let mut counts: HashMap<&str, usize> = HashMap::new();
     for ns in records.iter().filter_map(|r| r.namespace.as_deref()) {
         *counts.entry(ns).or_default() += 1;
@@ -414,7 +423,7 @@ fn degrade(config: &Config, records: &[Record], error: &str) -> (String, String,
         counts = next;
         returned += 1;
     }
-    let body = join_array(records[..returned].iter().map(|r| r.inline.as_str()));
+    let body = join_array(records[..returned].iter().map(|r| r.inline.as_ref()));
     (payload_for(returned, &body), warning_for(returned), len_u32(returned))
 }
 
@@ -512,7 +521,7 @@ mod tests {
         let records: Vec<Record> = names
             .iter()
             .map(|n| Record {
-                inline: String::new(),
+                inline: Cow::Borrowed(""),
                 line: None,
                 namespace: Some((*n).into()),
                 score: None,
@@ -598,7 +607,7 @@ mod tests {
             assert!(warning.contains(&format!("Showing {returned} of 50 records")));
             // One more record would not have fitted.
             if (returned as usize) < parsed.len() {
-                let more = join_array(parsed[..returned as usize + 1].iter().map(|r| r.inline.as_str()));
+                let more = join_array(parsed[..returned as usize + 1].iter().map(|r| r.inline.as_ref()));
                 assert!(estimate(&payload) + estimate(&more) - estimate(&v["records"].to_string()) > threshold - 2);
             }
         }
