@@ -36,6 +36,8 @@ fn main() {
         .env_remove("RUSTC_WRAPPER")
         .env_remove("RUSTC_WORKSPACE_WRAPPER")
         .env_remove("CARGO_TARGET_DIR")
+        // rustc probes the target by reading a program from stdin: never hand it ours.
+        .stdin(std::process::Stdio::null())
         .output()
         .expect("running cargo to build the guest component");
     if !output.status.success() {

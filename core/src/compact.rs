@@ -75,16 +75,22 @@ pub fn scan(raw: &str) -> Scan<'_> {
                 let start = i + 1;
                 let mut escaped = false;
                 i += 1;
-                while i < text.len() && text[i] != b'"' {
-                    if text[i] == b'\\' {
-                        escaped = true;
-                        // serde_json writes these short escapes; \/ and \uXXXX it would rewrite.
-                        if !matches!(text.get(i + 1), Some(b'"' | b'\\' | b'n' | b'r' | b't' | b'b' | b'f')) {
-                            found.compact = false;
-                        }
-                        i += 1;
+                // Strings are most of a record: jump to the next quote or backslash.
+                loop {
+                    let Some(at) = memchr::memchr2(b'"', b'\\', &text[i..]) else {
+                        i = text.len(); // unreachable for valid JSON: the string is closed
+                        break;
+                    };
+                    i += at;
+                    if text[i] == b'"' {
+                        break;
                     }
-                    i += 1;
+                    escaped = true;
+                    // serde_json writes these short escapes; \/ and \uXXXX it would rewrite.
+                    if !matches!(text.get(i + 1), Some(b'"' | b'\\' | b'n' | b'r' | b't' | b'b' | b'f')) {
+                        found.compact = false;
+                    }
+                    i += 2;
                 }
                 if top_object && depth == 1 && expect_key {
                     key = Some((start, i, escaped));

@@ -109,7 +109,8 @@ fn now_ms() -> u64 {
 }
 
 /// Runs the whole benchmark. `quick` cuts repetitions and the largest size, for a smoke run.
-pub fn run(dir: &Path, quick: bool) -> anyhow::Result<Figures> {
+pub fn run(dir: &Path, quick: bool, only: Option<&str>) -> anyhow::Result<Figures> {
+    let wants = |section: &str| only.is_none_or(|o| o == section);
     which_jq()?;
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     let dir = dir.canonicalize()?;
@@ -136,325 +137,334 @@ pub fn run(dir: &Path, quick: bool) -> anyhow::Result<Figures> {
     let mut targets = Vec::new();
 
     // ---- offload -----------------------------------------------------------------------
-    writeln!(
-        out,
-        "## Offload\n\nFull-detail records (`lro sample`), operation `recall`, threshold 1,600 tokens, full \
+    if wants("offload") {
+        writeln!(
+            out,
+            "## Offload\n\nFull-detail records (`lro sample`), operation `recall`, threshold 1,600 tokens, full \
          descriptor. *Component*: `Runtime::offload` in the Rust host, including the fresh Store and \
          instantiation of every call. *Native*: the same code (`lro-core`) compiled for this machine. \
          Each call writes a new file; files are deleted between calls, outside the timing.\n"
-    )?;
-    writeln!(
-        out,
-        "| records | input | component | MB/s | native | MB/s | component / native |\n|---:|---:|---:|---:|---:|---:|---:|"
-    )?;
-    for &n in &sizes {
-        let input = records(Detail::Full, n);
-        let req = request(Detail::Full, &input);
-        let native_req = lro_core::offload::Request {
-            operation: lro_core::Operation::Recall,
-            query: Some("caching"),
-            detail: Some(lro_core::Detail::Full),
-            records: &input,
-            text: None,
-        };
-        let reps = if quick { 3 } else { reps_for(n) };
-        let (mut wasm, mut nat) = (Vec::new(), Vec::new());
-        for _ in 0..reps {
-            let start = Instant::now();
-            let outcome = runtime.offload(&config, &req)?;
-            wasm.push(start.elapsed());
-            if !matches!(outcome, Outcome::Offloaded(_)) {
-                bail!("{n} records were not offloaded");
-            }
-            remove_all_in(&work)?;
-            let start = Instant::now();
-            let outcome = lro_core::offload::offload(&native, &native_req, &mut |_| {})?;
-            nat.push(start.elapsed());
-            if !matches!(outcome, lro_core::Outcome::Offloaded { .. }) {
-                bail!("{n} records were not offloaded natively");
-            }
-            remove_all_in(&work)?;
-        }
-        let (w, v) = (median(wasm), median(nat));
-        let ratio = w.as_secs_f64() / v.as_secs_f64();
+        )?;
         writeln!(
             out,
-            "| {n} | {:.1} KB | {} | {:.0} | {} | {:.0} | {ratio:.2}× |",
-            input.len() as f64 / 1e3,
-            ms(w),
-            mb_per_s(input.len(), w),
-            ms(v),
-            mb_per_s(input.len(), v)
+            "| records | input | component | MB/s | native | MB/s | component / native |\n|---:|---:|---:|---:|---:|---:|---:|"
         )?;
-        if n == 500 {
-            targets.push(Target {
-                what: "offload of 500 full-detail records, median, Rust host".into(),
-                figure: format!("{} (target ≤ 2 ms; the paper: 23.9 ms)", ms(w)),
-                met: w <= Duration::from_millis(2),
-            });
-        }
-        if n == 50_000 {
-            targets.push(Target {
-                what: "offload at 50,000 records: throughput".into(),
-                figure: format!("{:.0} MB/s (target ≥ 200 MB/s)", mb_per_s(input.len(), w)),
-                met: mb_per_s(input.len(), w) >= 200.0,
-            });
-            targets.push(Target {
-                what: "offload at 50,000 records: component / native".into(),
-                figure: format!("{ratio:.2}× (target ≤ 1.5×)"),
-                met: ratio <= 1.5,
-            });
+        for &n in &sizes {
+            let input = records(Detail::Full, n);
+            let req = request(Detail::Full, &input);
+            let native_req = lro_core::offload::Request {
+                operation: lro_core::Operation::Recall,
+                query: Some("caching"),
+                detail: Some(lro_core::Detail::Full),
+                records: &input,
+                text: None,
+            };
+            let reps = if quick { 3 } else { reps_for(n) };
+            let (mut wasm, mut nat) = (Vec::new(), Vec::new());
+            for _ in 0..reps {
+                let start = Instant::now();
+                let outcome = runtime.offload(&config, &req)?;
+                wasm.push(start.elapsed());
+                if !matches!(outcome, Outcome::Offloaded(_)) {
+                    bail!("{n} records were not offloaded");
+                }
+                remove_all_in(&work)?;
+                let start = Instant::now();
+                let outcome = lro_core::offload::offload(&native, &native_req, &mut |_| {})?;
+                nat.push(start.elapsed());
+                if !matches!(outcome, lro_core::Outcome::Offloaded { .. }) {
+                    bail!("{n} records were not offloaded natively");
+                }
+                remove_all_in(&work)?;
+            }
+            let (w, v) = (median(wasm), median(nat));
+            let ratio = w.as_secs_f64() / v.as_secs_f64();
+            writeln!(
+                out,
+                "| {n} | {:.1} KB | {} | {:.0} | {} | {:.0} | {ratio:.2}× |",
+                input.len() as f64 / 1e3,
+                ms(w),
+                mb_per_s(input.len(), w),
+                ms(v),
+                mb_per_s(input.len(), v)
+            )?;
+            if n == 500 {
+                targets.push(Target {
+                    what: "offload of 500 full-detail records, median, Rust host".into(),
+                    figure: format!("{} (target ≤ 2 ms; the paper: 23.9 ms)", ms(w)),
+                    met: w <= Duration::from_millis(2),
+                });
+            }
+            if n == 50_000 {
+                targets.push(Target {
+                    what: "offload at 50,000 records: throughput".into(),
+                    figure: format!("{:.0} MB/s (target ≥ 200 MB/s)", mb_per_s(input.len(), w)),
+                    met: mb_per_s(input.len(), w) >= 200.0,
+                });
+                targets.push(Target {
+                    what: "offload at 50,000 records: component / native".into(),
+                    figure: format!("{ratio:.2}× (target ≤ 1.5×)"),
+                    met: ratio <= 1.5,
+                });
+            }
         }
     }
 
     // ---- extraction --------------------------------------------------------------------
-    writeln!(
-        out,
-        "\n## Extraction\n\nEvery recipe of the full-detail library over a file of full-detail records, \
+    if wants("extract") {
+        writeln!(
+            out,
+            "\n## Extraction\n\nEvery recipe of the full-detail library over a file of full-detail records, \
          every value printed (no output cap). *Component*: `Runtime::extract` (Store, instantiation, \
          reading the file through WASI, jaq). *Native*: the same extraction code (`lro-core`, jaq) \
          compiled for this machine. *jq process*: the recipe's shell command from the descriptor, \
          `tail -n +2 FILE | jq ...`, run by `sh` as an agent would, output read from a pipe.\n"
-    )?;
-    writeln!(
-        out,
-        "| records | recipe | values | component | native jaq | jq process | component / native | jq / component |\n\
+        )?;
+        writeln!(
+            out,
+            "| records | recipe | values | component | native jaq | jq process | component / native | jq / component |\n\
          |---:|---|---:|---:|---:|---:|---:|---:|"
-    )?;
-    let extract_sizes: Vec<usize> = EXTRACT_SIZES.iter().copied().filter(|&n| !quick || n <= 500).collect();
-    let (mut worst_native, mut worst_jq) = (0.0f64, f64::INFINITY);
-    let (mut worst_native_at, mut worst_jq_at) = (String::new(), String::new());
-    for &n in &extract_sizes {
-        let input = records(Detail::Full, n);
-        let path = match runtime.offload(&config, &request(Detail::Full, &input))? {
-            Outcome::Offloaded(o) => o.path,
-            _ => bail!("{n} records were not offloaded"),
-        };
-        let recipes = runtime.recipes(&config, Detail::Full, Some(&path))?;
-        let reps = if quick {
-            3
-        } else if n <= 500 {
-            30
-        } else {
-            3
-        };
-        for recipe in &recipes {
-            let number = u32::from(recipe.number);
-            let wasm_req = ExtractRequest {
-                path: path.clone(),
-                recipe: Some(number),
-                query: None,
-                params: None,
-                slurp: false,
-                limit: Some(u32::MAX),
+        )?;
+        let extract_sizes: Vec<usize> = EXTRACT_SIZES.iter().copied().filter(|&n| !quick || n <= 500).collect();
+        let (mut worst_native, mut worst_jq) = (0.0f64, f64::INFINITY);
+        let (mut worst_native_at, mut worst_jq_at) = (String::new(), String::new());
+        for &n in &extract_sizes {
+            let input = records(Detail::Full, n);
+            let path = match runtime.offload(&config, &request(Detail::Full, &input))? {
+                Outcome::Offloaded(o) => o.path,
+                _ => bail!("{n} records were not offloaded"),
             };
-            let native_req = NativeRequest {
-                path: &path,
-                recipe: Some(number),
-                query: None,
-                params: None,
-                slurp: false,
-                limit: Some(u32::MAX),
+            let recipes = runtime.recipes(&config, Detail::Full, Some(&path))?;
+            let reps = if quick {
+                3
+            } else if n <= 500 {
+                30
+            } else {
+                3
             };
-            let (mut wasm, mut nat, mut jq) = (Vec::new(), Vec::new(), Vec::new());
-            let mut values = 0;
-            for _ in 0..reps {
-                let start = Instant::now();
-                let result = runtime.extract(&config, &wasm_req)?;
-                wasm.push(start.elapsed());
-                values = result.total;
-                let start = Instant::now();
-                let result = lro_core::extract::extract(&native, &native_req, now_ms())?;
-                nat.push(start.elapsed());
-                if result.total != values {
-                    bail!(
-                        "recipe {number}: native gave {} values, the component {values}",
-                        result.total
-                    );
+            for recipe in &recipes {
+                let number = u32::from(recipe.number);
+                let wasm_req = ExtractRequest {
+                    path: path.clone(),
+                    recipe: Some(number),
+                    query: None,
+                    params: None,
+                    slurp: false,
+                    limit: Some(u32::MAX),
+                };
+                let native_req = NativeRequest {
+                    path: &path,
+                    recipe: Some(number),
+                    query: None,
+                    params: None,
+                    slurp: false,
+                    limit: Some(u32::MAX),
+                };
+                let (mut wasm, mut nat, mut jq) = (Vec::new(), Vec::new(), Vec::new());
+                let mut values = 0;
+                for _ in 0..reps {
+                    let start = Instant::now();
+                    let result = runtime.extract(&config, &wasm_req)?;
+                    wasm.push(start.elapsed());
+                    values = result.total;
+                    let start = Instant::now();
+                    let result = lro_core::extract::extract(&native, &native_req, now_ms())?;
+                    nat.push(start.elapsed());
+                    if result.total != values {
+                        bail!(
+                            "recipe {number}: native gave {} values, the component {values}",
+                            result.total
+                        );
+                    }
+                    let start = Instant::now();
+                    let output = Command::new("sh")
+                        .args(["-c", &recipe.command])
+                        .stdout(Stdio::piped())
+                        .stderr(Stdio::piped())
+                        .output()?;
+                    jq.push(start.elapsed());
+                    if !output.status.success() {
+                        bail!("{}: {}", recipe.command, String::from_utf8_lossy(&output.stderr));
+                    }
                 }
-                let start = Instant::now();
-                let output = Command::new("sh")
-                    .args(["-c", &recipe.command])
-                    .stdout(Stdio::piped())
-                    .stderr(Stdio::piped())
-                    .output()?;
-                jq.push(start.elapsed());
-                if !output.status.success() {
-                    bail!("{}: {}", recipe.command, String::from_utf8_lossy(&output.stderr));
+                let (w, v, j) = (median(wasm), median(nat), median(jq));
+                let (to_native, jq_over) = (w.as_secs_f64() / v.as_secs_f64(), j.as_secs_f64() / w.as_secs_f64());
+                writeln!(
+                    out,
+                    "| {n} | {number}. {} | {values} | {} | {} | {} | {to_native:.2}× | {jq_over:.1}× |",
+                    recipe.description,
+                    ms(w),
+                    ms(v),
+                    ms(j)
+                )?;
+                if to_native > worst_native {
+                    (worst_native, worst_native_at) = (to_native, format!("recipe {number} at {n}"));
+                }
+                if n == 50_000 && jq_over < worst_jq {
+                    (worst_jq, worst_jq_at) = (jq_over, format!("recipe {number}"));
                 }
             }
-            let (w, v, j) = (median(wasm), median(nat), median(jq));
-            let (to_native, jq_over) = (w.as_secs_f64() / v.as_secs_f64(), j.as_secs_f64() / w.as_secs_f64());
-            writeln!(
-                out,
-                "| {n} | {number}. {} | {values} | {} | {} | {} | {to_native:.2}× | {jq_over:.1}× |",
-                recipe.description,
-                ms(w),
-                ms(v),
-                ms(j)
-            )?;
-            if to_native > worst_native {
-                (worst_native, worst_native_at) = (to_native, format!("recipe {number} at {n}"));
-            }
-            if n == 50_000 && jq_over < worst_jq {
-                (worst_jq, worst_jq_at) = (jq_over, format!("recipe {number}"));
-            }
+            remove_all_in(&work)?;
         }
-        remove_all_in(&work)?;
-    }
-    targets.push(Target {
-        what: "extraction: component / native jaq, worst recipe".into(),
-        figure: format!("{worst_native:.2}× ({worst_native_at}; target ≤ 1.5× for every recipe)"),
-        met: worst_native <= 1.5,
-    });
-    if !quick {
         targets.push(Target {
-            what: "extraction at 50,000 records: jq process / component, worst recipe".into(),
-            figure: format!("{worst_jq:.1}× ({worst_jq_at}; target ≥ 2× for every recipe)"),
-            met: worst_jq >= 2.0,
+            what: "extraction: component / native jaq, worst recipe".into(),
+            figure: format!("{worst_native:.2}× ({worst_native_at}; target ≤ 1.5× for every recipe)"),
+            met: worst_native <= 1.5,
         });
+        if !quick {
+            targets.push(Target {
+                what: "extraction at 50,000 records: jq process / component, worst recipe".into(),
+                figure: format!("{worst_jq:.1}× ({worst_jq_at}; target ≥ 2× for every recipe)"),
+                met: worst_jq >= 2.0,
+            });
+        }
     }
 
     // ---- per call and loading ------------------------------------------------------------
-    writeln!(out, "\n## Per call and loading\n")?;
-    writeln!(out, "| what | median |\n|---|---:|")?;
-    let reps = if quick { 200 } else { 2_000 };
-    let mut calls = Vec::with_capacity(reps);
-    for _ in 0..reps {
-        let start = Instant::now();
-        runtime.estimate("")?;
-        calls.push(start.elapsed());
-    }
-    let per_call = median(calls);
-    writeln!(
-        out,
-        "| a call: fresh Store + instantiation + `estimate(\"\")` | {} |",
-        ms(per_call)
-    )?;
-    targets.push(Target {
-        what: "per-call Store + instantiation (with an empty call)".into(),
-        figure: format!("{} (target ≤ 50 µs)", ms(per_call)),
-        met: per_call <= Duration::from_micros(50),
-    });
-    let mut compile = Vec::new();
-    let mut cached = Vec::new();
-    let fresh_cache = dir.join("cache-bench");
-    for i in 0..if quick { 2 } else { 5 } {
-        let start = Instant::now();
-        Runtime::new(Options {
-            cache_dir: None,
-            ..options.clone()
-        })?;
-        compile.push(start.elapsed());
-        if i == 0 {
-            // Fills the cache the loads below read.
-            Runtime::new(Options {
-                cache_dir: Some(fresh_cache.clone()),
-                ..options.clone()
-            })?;
+    if wants("calls") {
+        writeln!(out, "\n## Per call and loading\n")?;
+        writeln!(out, "| what | median |\n|---|---:|")?;
+        let reps = if quick { 200 } else { 2_000 };
+        let mut calls = Vec::with_capacity(reps);
+        for _ in 0..reps {
+            let start = Instant::now();
+            runtime.estimate("")?;
+            calls.push(start.elapsed());
         }
-        for _ in 0..10 {
+        let per_call = median(calls);
+        writeln!(
+            out,
+            "| a call: fresh Store + instantiation + `estimate(\"\")` | {} |",
+            ms(per_call)
+        )?;
+        targets.push(Target {
+            what: "per-call Store + instantiation (with an empty call)".into(),
+            figure: format!("{} (target ≤ 50 µs)", ms(per_call)),
+            met: per_call <= Duration::from_micros(50),
+        });
+        let mut compile = Vec::new();
+        let mut cached = Vec::new();
+        let fresh_cache = dir.join("cache-bench");
+        for i in 0..if quick { 2 } else { 5 } {
             let start = Instant::now();
             Runtime::new(Options {
-                cache_dir: Some(fresh_cache.clone()),
+                cache_dir: None,
                 ..options.clone()
             })?;
-            cached.push(start.elapsed());
+            compile.push(start.elapsed());
+            if i == 0 {
+                // Fills the cache the loads below read.
+                Runtime::new(Options {
+                    cache_dir: Some(fresh_cache.clone()),
+                    ..options.clone()
+                })?;
+            }
+            for _ in 0..10 {
+                let start = Instant::now();
+                Runtime::new(Options {
+                    cache_dir: Some(fresh_cache.clone()),
+                    ..options.clone()
+                })?;
+                cached.push(start.elapsed());
+            }
         }
+        let (compile, cached) = (median(compile), median(cached));
+        writeln!(out, "| load: compile the component (no cache) | {} |", ms(compile))?;
+        writeln!(
+            out,
+            "| load: precompiled artifact from the disk cache | {} |",
+            ms(cached)
+        )?;
+        let _ = std::fs::remove_dir_all(&fresh_cache);
+        targets.push(Target {
+            what: "loading a cached precompiled component".into(),
+            figure: format!("{} (target ≤ 5 ms; compiling: {})", ms(cached), ms(compile)),
+            met: cached <= Duration::from_millis(5),
+        });
     }
-    let (compile, cached) = (median(compile), median(cached));
-    writeln!(out, "| load: compile the component (no cache) | {} |", ms(compile))?;
-    writeln!(
-        out,
-        "| load: precompiled artifact from the disk cache | {} |",
-        ms(cached)
-    )?;
-    targets.push(Target {
-        what: "loading a cached precompiled component".into(),
-        figure: format!("{} (target ≤ 5 ms; compiling: {})", ms(cached), ms(compile)),
-        met: cached <= Duration::from_millis(5),
-    });
 
     // ---- descriptor sizes and token savings ------------------------------------------------
-    writeln!(
-        out,
-        "\n## Descriptor size and token savings\n\nEstimated tokens (the component's own estimate) of the \
+    if wants("descriptors") {
+        writeln!(
+            out,
+            "\n## Descriptor size and token savings\n\nEstimated tokens (the component's own estimate) of the \
          text forwarded instead of the records, at each detail level (records of that level) and \
          descriptor style, beside the inline result it replaced. *LRO / inline* is the ratio the \
          paper reports in Table 5 (0.38× to 1.28× at n = 50 to 500, measured over whole agent \
          sessions, so only the direction compares); *saved* is 1 minus it. The paper's Table 1 \
          assumes a descriptor of about 800 tokens (D).\n"
-    )?;
-    writeln!(
-        out,
-        "| detail | records | inline | full descriptor | LRO / inline | saved | bare descriptor | LRO / inline |\n\
+        )?;
+        writeln!(
+            out,
+            "| detail | records | inline | full descriptor | LRO / inline | saved | bare descriptor | LRO / inline |\n\
          |---|---:|---:|---:|---:|---:|---:|---:|"
-    )?;
-    // Descriptors carry the file path 12 times (file_path, guidance, ten commands), so their size
-    // depends on it: measure them where files go by default. Only the files made here are removed.
-    let default_dir = lro_host::Settings::default_output_dir();
-    let desc_config = lro_host::Settings::default()
-        .with_output_dir(
-            default_dir
-                .to_str()
-                .context("the default output directory must be UTF-8")?,
-        )
-        .config()?;
-    let bare_config = Config {
-        descriptor: DescriptorStyle::Bare,
-        ..desc_config.clone()
-    };
-    let mut path_len = 0;
-    let (mut worst_full, mut worst_bare) = (0u32, 0u32);
-    for detail in [Detail::Light, Detail::Medium, Detail::Full] {
-        for &n in &sizes {
-            let input = records(detail, n);
-            let req = request(detail, &input);
-            let (full, bare) = (
-                runtime.offload(&desc_config, &req)?,
-                runtime.offload(&bare_config, &req)?,
-            );
-            let (Outcome::Offloaded(full), Outcome::Offloaded(bare)) = (full, bare) else {
-                bail!("{n} {detail:?} records were not offloaded");
-            };
-            std::fs::remove_file(&full.path)?;
-            std::fs::remove_file(&bare.path)?;
-            path_len = full.path.len();
-            let full_tokens = runtime.estimate(&full.descriptor)?;
-            let bare_tokens = runtime.estimate(&bare.descriptor)?;
-            worst_full = worst_full.max(full_tokens);
-            worst_bare = worst_bare.max(bare_tokens);
-            let inline = full.tokens;
-            let ratio = f64::from(full_tokens) / f64::from(inline);
-            writeln!(
-                out,
-                "| {} | {n} | {inline} | {full_tokens} | {ratio:.3}× | {:.1}% | {bare_tokens} | {:.4}× |",
-                match detail {
-                    Detail::Light => "light",
-                    Detail::Medium => "medium",
-                    Detail::Full => "full",
-                },
-                (1.0 - ratio) * 100.0,
-                f64::from(bare_tokens) / f64::from(inline)
-            )?;
+        )?;
+        // Descriptors carry the file path 12 times (file_path, guidance, ten commands), so their size
+        // depends on it: measure them where files go by default. Only the files made here are removed.
+        let default_dir = lro_host::Settings::default_output_dir();
+        let desc_config = lro_host::Settings::default()
+            .with_output_dir(
+                default_dir
+                    .to_str()
+                    .context("the default output directory must be UTF-8")?,
+            )
+            .config()?;
+        let bare_config = Config {
+            descriptor: DescriptorStyle::Bare,
+            ..desc_config.clone()
+        };
+        let mut path_len = 0;
+        let (mut worst_full, mut worst_bare) = (0u32, 0u32);
+        for detail in [Detail::Light, Detail::Medium, Detail::Full] {
+            for &n in &sizes {
+                let input = records(detail, n);
+                let req = request(detail, &input);
+                let (full, bare) = (
+                    runtime.offload(&desc_config, &req)?,
+                    runtime.offload(&bare_config, &req)?,
+                );
+                let (Outcome::Offloaded(full), Outcome::Offloaded(bare)) = (full, bare) else {
+                    bail!("{n} {detail:?} records were not offloaded");
+                };
+                std::fs::remove_file(&full.path)?;
+                std::fs::remove_file(&bare.path)?;
+                path_len = full.path.len();
+                let full_tokens = runtime.estimate(&full.descriptor)?;
+                let bare_tokens = runtime.estimate(&bare.descriptor)?;
+                worst_full = worst_full.max(full_tokens);
+                worst_bare = worst_bare.max(bare_tokens);
+                let inline = full.tokens;
+                let ratio = f64::from(full_tokens) / f64::from(inline);
+                writeln!(
+                    out,
+                    "| {} | {n} | {inline} | {full_tokens} | {ratio:.3}× | {:.1}% | {bare_tokens} | {:.4}× |",
+                    match detail {
+                        Detail::Light => "light",
+                        Detail::Medium => "medium",
+                        Detail::Full => "full",
+                    },
+                    (1.0 - ratio) * 100.0,
+                    f64::from(bare_tokens) / f64::from(inline)
+                )?;
+            }
         }
-    }
-    writeln!(
-        out,
-        "\nFiles in the default output directory, `{}`: paths of {path_len} characters. Each further \
+        writeln!(
+            out,
+            "\nFiles in the default output directory, `{}`: paths of {path_len} characters. Each further \
          character of the path adds 3 tokens to a full descriptor (12 copies, 4 characters a token).",
-        default_dir.display()
-    )?;
-    targets.push(Target {
-        what: "full descriptor, largest at any level and size".into(),
-        figure: format!("{worst_full} tokens (target ≤ 800; file paths of {path_len} characters)"),
-        met: worst_full <= 800,
-    });
-    targets.push(Target {
-        what: "bare descriptor, largest".into(),
-        figure: format!("{worst_bare} tokens (target ≤ 100)"),
-        met: worst_bare <= 100,
-    });
+            default_dir.display()
+        )?;
+        targets.push(Target {
+            what: "full descriptor, largest at any level and size".into(),
+            figure: format!("{worst_full} tokens (target ≤ 800; file paths of {path_len} characters)"),
+            met: worst_full <= 800,
+        });
+        targets.push(Target {
+            what: "bare descriptor, largest".into(),
+            figure: format!("{worst_bare} tokens (target ≤ 100)"),
+            met: worst_bare <= 100,
+        });
+    }
 
     // ---- summary ---------------------------------------------------------------------------
     let mut head = String::new();
@@ -470,7 +480,6 @@ pub fn run(dir: &Path, quick: bool) -> anyhow::Result<Figures> {
             if t.met { "yes" } else { "**no**" }
         )?;
     }
-    let _ = std::fs::remove_dir_all(&fresh_cache);
     let _ = std::fs::remove_dir_all(&work);
     let _ = dir_str;
     Ok(Figures {

@@ -298,6 +298,10 @@ impl Runtime {
     pub fn from_bytes(bytes: &[u8], options: Options) -> Result<Self, Error> {
         let mut config = wasmtime::Config::new();
         config.epoch_interruption(true);
+        if std::env::var_os("LRO_PERF_MAP").is_some() {
+            // Names the component's compiled functions for `perf report` (/tmp/perf-PID.map).
+            config.profiler(wasmtime::ProfilingStrategy::PerfMap);
+        }
         let engine = Engine::new(&config).map_err(|e| Error::Load(format!("{e:#}")))?;
         let component = cache::load(&engine, bytes, options.cache_dir.as_deref())?;
         let mut linker: Linker<State> = Linker::new(&engine);

@@ -84,6 +84,9 @@ struct BenchArgs {
     /// Fewer repetitions and no 50,000-record runs: a smoke test of the benchmark itself.
     #[arg(long)]
     quick: bool,
+    /// Run one section only.
+    #[arg(long, value_parser = ["offload", "extract", "calls", "descriptors"])]
+    only: Option<String>,
 }
 
 #[derive(Args)]
@@ -600,7 +603,7 @@ fn bench(args: &BenchArgs) -> anyhow::Result<()> {
     }
     let dir = args.dir.clone().unwrap_or_else(bench::default_dir);
     let started = Instant::now();
-    let result = bench::run(&dir, args.quick);
+    let result = bench::run(&dir, args.quick, args.only.as_deref());
     if args.dir.is_none() {
         let _ = std::fs::remove_dir_all(&dir);
     }
