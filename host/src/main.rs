@@ -615,10 +615,12 @@ fn bench(args: &BenchArgs) -> anyhow::Result<()> {
     };
     let report = format!(
         "# Benchmarks\n\nProduced by `{command}` in {:.0} s on {}. Medians; ratios come from one run, \
-         so they hold on a noisy machine where absolute times drift. Regenerate rather than edit.\n\n{}",
+         so they hold on a noisy machine where absolute times drift. Regenerate rather than edit; \
+         the notes at the end come from `docs/BENCH-NOTES.md`.\n\n{}\n{}",
         started.elapsed().as_secs_f64(),
         bench::environment(),
-        figures.markdown
+        figures.markdown,
+        include_str!("../../docs/BENCH-NOTES.md")
     );
     print!("{report}");
     if let Some(path) = &args.write {
