@@ -36,6 +36,11 @@ fn main() {
         .env_remove("RUSTC_WRAPPER")
         .env_remove("RUSTC_WORKSPACE_WRAPPER")
         .env_remove("CARGO_TARGET_DIR")
+        // The outer build's jobserver descriptors are not this process's to hand on: the nested
+        // cargo makes its own.
+        .env_remove("CARGO_MAKEFLAGS")
+        .env_remove("MAKEFLAGS")
+        .env_remove("MFLAGS")
         // rustc probes the target by reading a program from stdin: never hand it ours.
         .stdin(std::process::Stdio::null())
         .output()
