@@ -7,12 +7,6 @@
 
 use std::borrow::Cow;
 
-/// `raw` (valid JSON, as the parser delimited it) as compact JSON.
-pub fn compact(raw: &str) -> Cow<'_, str> {
-    let compact = scan(raw).compact;
-    compacted(raw, compact)
-}
-
 /// `raw` as compact JSON, given whether it is compact already (from [`scan`]).
 pub fn compacted(raw: &str, compact: bool) -> Cow<'_, str> {
     if compact {
@@ -174,6 +168,10 @@ pub fn type_name(raw: &str) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn compact(raw: &str) -> Cow<'_, str> {
+        compacted(raw, scan(raw).compact)
+    }
 
     /// What the Value round trip gives, the reference `compact` must match.
     fn reference(text: &str) -> String {

@@ -114,11 +114,10 @@ pub fn run(dir: &Path, quick: bool, only: Option<&str>) -> anyhow::Result<Figure
     which_jq()?;
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     let dir = dir.canonicalize()?;
-    let dir_str = dir.to_str().context("the bench directory must be UTF-8")?.to_owned();
     let cache = dir.join("cache");
     let work = dir.join("files");
     std::fs::create_dir_all(&work)?;
-    let work_str = work.to_str().expect("UTF-8 above").to_owned();
+    let work_str = work.to_str().context("the bench directory must be UTF-8")?.to_owned();
 
     let options = Options {
         // Big extractions are measured, not stopped.
@@ -481,7 +480,6 @@ pub fn run(dir: &Path, quick: bool, only: Option<&str>) -> anyhow::Result<Figure
         )?;
     }
     let _ = std::fs::remove_dir_all(&work);
-    let _ = dir_str;
     Ok(Figures {
         markdown: format!("{head}\n{out}"),
         misses,
