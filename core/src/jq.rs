@@ -31,7 +31,7 @@ const JQ_COMPAT: &str = r#"
 def lro_not_string($op; $what):
   error("\($op): \(type) (\(tojson | if length > 60 then .[:57] + "..." else . end)) \($what)");
 def lro_unmatchable($op): lro_not_string($op; "cannot be matched, as it is not a string");
-def test(re; flags): if isstring then matches(re; flags) | any else lro_unmatchable("test") end;
+def test(re; flags): if isstring then lro_test_(re; flags) else lro_unmatchable("test") end;
 def test(re): test(re; "");
 def match(re; flags): if isstring then matches(re; flags)[] | .[0] + { captures: .[1:] } else lro_unmatchable("match") end;
 def match(re): match(re; "");
@@ -93,6 +93,11 @@ fn tabular_base<D: for<'a> DataT<V<'a> = Val>>() -> Box<[jaq_core::native::Filte
             bome(Ok(Val::utf8_str(to_json(&cv.1).into_bytes())))
         }),
         ("lro_ltrimstr_", v(1), |cv| unary(cv, |v, p| Ok(trim(v, &p, true)))),
+        ("lro_test_", v(2), |mut cv| {
+            let flags = cv.0.pop_var();
+            let re = cv.0.pop_var();
+            bome(regex_test(&cv.1, &re, &flags).map(Val::Bool))
+        }),
         ("lro_rtrimstr_", v(1), |cv| unary(cv, |v, p| Ok(trim(v, &p, false)))),
     ])
 }
@@ -111,6 +116,61 @@ fn trim(value: Val, affix: &Val, prefix: bool) -> Val {
         Some(rest) => Val::utf8_str(rest.to_vec()),
         None => value,
     }
+}
+
+/// `test(re; flags)` on a string: whether `re` matches, as jaq's `matches(re; flags) | any` says,
+/// without building match objects, and with the compiled regex kept for the next input. jaq
+/// compiles the regex again for every call, which cost most of a per-record `test` over a file.
+fn regex_test(input: &Val, re: &Val, flags: &Val) -> Result<bool, jaq_core::Error<Val>> {
+    use jaq_std::ValT as _;
+    let text = input.try_as_utf8_bytes()?;
+    let flags = std::str::from_utf8(flags.try_as_utf8_bytes()?).map_err(jaq_core::Error::str)?;
+    let re = std::str::from_utf8(re.try_as_utf8_bytes()?).map_err(jaq_core::Error::str)?;
+    let compiled = REGEXES.with_borrow_mut(|cache| -> Result<_, jaq_core::Error<Val>> {
+        if let Some(at) = cache.iter().position(|(r, f, _)| r == re && f == flags) {
+            return Ok(cache[at].2.clone());
+        }
+        let mut builder = regex_bites::bytes::RegexBuilder::new(re);
+        let mut ignore_empty = false;
+        for flag in flags.chars() {
+            match flag {
+                'g' => {}
+                'n' => ignore_empty = true,
+                'i' => _ = builder.case_insensitive(true),
+                'm' => _ = builder.multi_line(true),
+                's' => _ = builder.dot_matches_new_line(true),
+                'l' => _ = builder.swap_greed(true),
+                'x' => _ = builder.ignore_whitespace(true),
+                'p' => _ = builder.multi_line(true).dot_matches_new_line(true),
+                c => return Err(jaq_core::Error::str(format_args!("invalid regex flag: {c}"))),
+            }
+        }
+        let regex = builder
+            .build()
+            .map_err(|e| jaq_core::Error::str(format_args!("invalid regex: {e}")))?;
+        let compiled = std::rc::Rc::new((regex, ignore_empty));
+        if cache.len() == REGEX_CACHE {
+            cache.remove(0);
+        }
+        cache.push((re.to_owned(), flags.to_owned(), compiled.clone()));
+        Ok(compiled)
+    })?;
+    let (regex, ignore_empty) = &*compiled;
+    Ok(if *ignore_empty {
+        regex.find_iter(text).any(|m| !m.as_bytes().is_empty())
+    } else {
+        regex.is_match(text)
+    })
+}
+
+/// How many compiled regexes `test` keeps (a filter rarely has more than a few).
+const REGEX_CACHE: usize = 16;
+
+type CompiledRegex = std::rc::Rc<(regex_bites::bytes::Regex, bool)>;
+
+thread_local! {
+    static REGEXES: std::cell::RefCell<Vec<(String, String, CompiledRegex)>> =
+        const { std::cell::RefCell::new(Vec::new()) };
 }
 
 // Built in two steps, as jaq-json builds its own natives: the fn pointers only unify with
@@ -683,5 +743,43 @@ mod tests {
         let deep = "[".repeat(100_000) + &"]".repeat(100_000);
         assert!(parse(&deep).unwrap_err().contains("nested deeper than 1000 levels"));
         assert_eq!(depth(br#"{"a": "[[[[", "b": [1, [2]]}"#, 10), 3);
+    }
+
+    #[test]
+    fn test_agrees_with_matches_for_every_flag_and_keeps_working_past_its_cache() {
+        // jaq's own definition, which `test` replaces: the two must agree.
+        let slow = |re: &str, flags: &str, input: &str| {
+            run(&format!("matches({re:?}; {flags:?}) | any"), &format!("{input:?}")).unwrap()
+        };
+        let fast = |re: &str, flags: &str, input: &str| {
+            run(&format!("test({re:?}; {flags:?})"), &format!("{input:?}")).unwrap()
+        };
+        let inputs = ["", "abc", "ABC", "a\nb", "xx\nAB", "aaa", "é A"];
+        for re in ["", "a", "^a", "b$", "a.b", "(?:a )?", "A B", "x*", "é"] {
+            for flags in ["", "i", "g", "n", "gn", "m", "s", "x", "l", "p", "ix"] {
+                for input in inputs {
+                    let input = input.replace("\\n", "\n");
+                    assert_eq!(
+                        fast(re, flags, &input),
+                        slow(re, flags, &input),
+                        "{re:?} {flags:?} {input:?}"
+                    );
+                }
+            }
+        }
+        // More distinct regexes than the cache holds, then the first ones again.
+        for round in 0..2 {
+            for i in 0..40 {
+                assert_eq!(fast(&format!("^{i}$"), "", &i.to_string()), ["true"], "round {round}");
+                assert_eq!(fast(&format!("^{i}$"), "", "x"), ["false"]);
+            }
+        }
+        for (re, flags) in [("(", ""), ("a", "q")] {
+            let args = format!("{re:?}; {flags:?}");
+            let error = run(&format!("test({args})"), "\"a\"").unwrap_err();
+            assert!(error.starts_with("invalid regex"), "{error}");
+            assert_eq!(error, run(&format!("matches({args}) | any"), "\"a\"").unwrap_err());
+        }
+        assert!(run("test(1)", "\"a\"").unwrap_err().contains("string"));
     }
 }
