@@ -1,11 +1,13 @@
 //! Runs the native offload and extraction in a loop, for `perf record`:
-//! `cargo build --release -p lro-core --example profile && perf record -g target/release/examples/profile offload`.
+//! `cargo build --release -p lro-core --example profile && perf record -g target/release/examples/profile offload`;
+//! `... profile extract N RECIPE` extracts recipe RECIPE (default 2) from one file of N records.
 
 use lro_core::{Config, Detail, Operation};
 
 fn main() {
     let what = std::env::args().nth(1).unwrap_or_else(|| "offload".into());
     let n: usize = std::env::args().nth(2).map_or(500, |s| s.parse().unwrap());
+    let recipe: u32 = std::env::args().nth(3).map_or(2, |s| s.parse().unwrap());
     let dir = std::env::temp_dir().join(format!("lro-profile-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let config = Config {
@@ -20,25 +22,29 @@ fn main() {
         records: &records,
         text: None,
     };
-    let start = std::time::Instant::now();
+    let offload = || match lro_core::offload::offload(&config, &request, &mut |_| {}).unwrap() {
+        lro_core::Outcome::Offloaded { path, .. } => path,
+        _ => panic!("the sample is large enough to offload"),
+    };
     let reps = 20_000 / n.max(1) + 1;
-    for _ in 0..reps {
-        let out = lro_core::offload::offload(&config, &request, &mut |_| {}).unwrap();
-        let lro_core::Outcome::Offloaded { path, .. } = out else {
-            panic!()
+    let start = std::time::Instant::now();
+    if what == "extract" {
+        let path = offload();
+        let req = lro_core::extract::ExtractRequest {
+            path: &path,
+            recipe: Some(recipe),
+            query: None,
+            params: None,
+            slurp: false,
+            limit: Some(u32::MAX),
         };
-        if what == "extract" {
-            let req = lro_core::extract::ExtractRequest {
-                path: &path,
-                recipe: Some(2),
-                query: None,
-                params: None,
-                slurp: false,
-                limit: Some(u32::MAX),
-            };
+        for _ in 0..reps {
             lro_core::extract::extract(&config, &req, 0).unwrap();
         }
-        std::fs::remove_file(path).unwrap();
+    } else {
+        for _ in 0..reps {
+            std::fs::remove_file(offload()).unwrap();
+        }
     }
     eprintln!("{what} {n}: {:?} per rep", start.elapsed() / reps as u32);
     std::fs::remove_dir_all(dir).unwrap();

@@ -14,6 +14,7 @@ pub mod extract;
 pub mod jq;
 pub mod mcp;
 pub mod offload;
+pub mod plan;
 pub mod recipes;
 pub mod sample;
 pub mod time;

@@ -1,0 +1,417 @@
+//! What a filter reads of each record, so that extraction builds only that much of it.
+//!
+//! Most extractions look at a few fields of records that have twenty: `[.title, .namespace] |
+//! @tsv`, `{id, title, namespace}`, `select(.title | test($keyword; "i"))`. Building every field
+//! of every line as a jq value, then dropping it, was most of the time an extraction took. This
+//! module finds, from the filter's syntax, which top-level fields can influence its outputs and
+//! errors; extraction then parses only those members of each record line and skips the rest of
+//! the line without building anything.
+//!
+//! The analysis is conservative: anything it does not understand (a call it does not know, a
+//! `def`, `..`, `keys`, `to_entries`, a dynamic index, an update) needs the whole record, and then
+//! the record is parsed whole, as before. What it relies on: a filter that only indexes the record
+//! with constant keys, passes it through, or tests its truthiness behaves the same on the record
+//! with the other members left out (objects stay objects, everything else is untouched).
+
+use jaq_core::load::lex::StrPart;
+use jaq_core::load::parse::{BinaryOp, Pattern, Term};
+use jaq_core::path::Part;
+use jaq_json::Val;
+
+use crate::jq;
+
+/// What is needed of a value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Need {
+    /// All of it.
+    All,
+    /// If it is an object, these members (sorted, no duplicates); an empty list means only
+    /// what kind of value it is. Any other value is needed whole.
+    Keys(Vec<String>),
+}
+
+impl Need {
+    fn none() -> Need {
+        Need::Keys(Vec::new())
+    }
+
+    fn key(k: String) -> Need {
+        Need::Keys(vec![k])
+    }
+
+    fn union(self, other: Need) -> Need {
+        match (self, other) {
+            (Need::Keys(mut a), Need::Keys(b)) => {
+                a.extend(b);
+                a.sort_unstable();
+                a.dedup();
+                Need::Keys(a)
+            }
+            _ => Need::All,
+        }
+    }
+}
+
+/// How to run a filter over record lines.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Plan {
+    /// Parse each line whole.
+    Whole,
+    /// Parse only these members of each record; the filter's outputs are the same.
+    Project(Vec<String>),
+    /// The filter is `select(COND)` and COND reads only these members: run COND on the projected
+    /// record and parse the line whole only when it selects the record.
+    Select {
+        /// The text of COND.
+        cond: String,
+        /// The members COND reads.
+        keys: Vec<String>,
+    },
+}
+
+/// The plan for running `code` once per record.
+pub fn per_record(code: &str) -> Plan {
+    let Some(term) = jaq_core::load::parse(code, |p| p.term()) else {
+        return Plan::Whole;
+    };
+    if let Need::Keys(keys) = need(&term, Need::All) {
+        return Plan::Project(keys);
+    }
+    // `select(COND)` passes the record through whole, so the analysis above needs all of it;
+    // but COND alone often needs little.
+    if let Term::Call("select", args) = &term
+        && let [cond] = &args[..]
+        && let Need::Keys(keys) = need(cond, Need::none())
+        && let Some(inner) = code.trim().strip_prefix("select(").and_then(|c| c.strip_suffix(')'))
+    {
+        return Plan::Select {
+            cond: inner.to_owned(),
+            keys,
+        };
+    }
+    Plan::Whole
+}
+
+/// A string literal without interpolation, as its text.
+fn literal(term: &Term<&str>) -> Option<String> {
+    let Term::Str(None, parts) = term else { return None };
+    let mut out = String::new();
+    for part in parts {
+        match part {
+            StrPart::Str(s) => out.push_str(s),
+            StrPart::Char(c) => out.push(*c),
+            StrPart::Term(_) => return None,
+        }
+    }
+    Some(out)
+}
+
+/// What `term` needs of its input so that its outputs, as far as `out` says they are needed, and
+/// its errors stay the same.
+fn need(term: &Term<&str>, out: Need) -> Need {
+    match term {
+        Term::Id => out,
+        Term::Num(_) | Term::Var(_) | Term::Break(_) | Term::Arr(None) => Need::none(),
+        Term::Str(None, parts) => parts.iter().fold(Need::none(), |acc, part| match part {
+            StrPart::Term(t) => acc.union(need(t, Need::All)),
+            StrPart::Str(_) | StrPart::Char(_) => acc,
+        }),
+        Term::Arr(Some(t)) | Term::Neg(t) => need(t, Need::All),
+        Term::Obj(entries) => entries.iter().fold(Need::none(), |acc, (k, v)| {
+            let value = match (k, v) {
+                (_, Some(v)) => need(v, Need::All),
+                // `{$x}` is `{x: $x}`
+                (Term::Var(_), None) => Need::none(),
+                // `{id}` and `{"id"}` are `{id: .id}`
+                (k, None) => match literal(k) {
+                    Some(name) => Need::key(name),
+                    None => Need::All,
+                },
+            };
+            acc.union(need(k, Need::All)).union(value)
+        }),
+        Term::BinOp(l, op, r) => match op {
+            BinaryOp::Pipe(None) => need(l, need(r, out)),
+            BinaryOp::Pipe(Some(pattern)) => pattern_need(pattern).union(need(l, Need::All)).union(need(r, out)),
+            BinaryOp::Comma | BinaryOp::Alt => need(l, out.clone()).union(need(r, out)),
+            BinaryOp::Or | BinaryOp::And => need(l, Need::none()).union(need(r, Need::none())),
+            BinaryOp::Math(_) | BinaryOp::Cmp(_) => need(l, Need::All).union(need(r, Need::All)),
+            BinaryOp::Assign | BinaryOp::Update | BinaryOp::UpdateMath(_) | BinaryOp::UpdateAlt => Need::All,
+        },
+        Term::Label(_, t) => need(t, out),
+        // The handler's input is the error, not this input.
+        Term::TryCatch(t, _) => need(t, out),
+        Term::IfThenElse(branches, otherwise) => {
+            let mut acc = match otherwise {
+                Some(t) => need(t, out.clone()),
+                None => out.clone(),
+            };
+            for (cond, then) in branches {
+                acc = acc.union(need(cond, Need::none())).union(need(then, out.clone()));
+            }
+            acc
+        }
+        Term::Call(name, args) => match (*name, &args[..]) {
+            ("select", [cond]) => need(cond, Need::none()).union(out),
+            // `null`, `true` and `false` are calls in jaq's syntax.
+            ("empty" | "not" | "null" | "true" | "false", []) => Need::none(),
+            _ => Need::All,
+        },
+        Term::Path(base, path) => {
+            let mut acc = Need::none();
+            for (part, _) in &path.0 {
+                let indices = match part {
+                    Part::Index(i) => vec![i],
+                    Part::Range(from, to) => from.iter().chain(to.iter()).collect(),
+                };
+                for index in indices {
+                    // Indices are evaluated with the path's input as theirs.
+                    if literal(index).is_none() {
+                        acc = acc.union(need(index, Need::All));
+                    }
+                }
+            }
+            let first = match path.0.first() {
+                Some((Part::Index(i), _)) => literal(i).map_or(Need::All, Need::key),
+                Some((Part::Range(..), _)) => Need::All,
+                None => out,
+            };
+            acc.union(need(base, first))
+        }
+        Term::Recurse | Term::Str(Some(_), _) | Term::Fold(..) | Term::Def(..) => Need::All,
+    }
+}
+
+/// What destructuring with `pattern` evaluates on the input (object keys may be filters).
+fn pattern_need(pattern: &Pattern<&str>) -> Need {
+    match pattern {
+        Pattern::Var(_) => Need::none(),
+        Pattern::Arr(items) => items.iter().fold(Need::none(), |acc, p| acc.union(pattern_need(p))),
+        Pattern::Obj(entries) => entries.iter().fold(Need::none(), |acc, (k, p)| {
+            let key = match k {
+                Term::Var(_) => Need::none(),
+                k if literal(k).is_some() => Need::none(),
+                k => need(k, Need::All),
+            };
+            acc.union(key).union(pattern_need(p))
+        }),
+    }
+}
+
+/// Parses a record line, keeping only the `keys` members when it is an object (any other value
+/// whole). Members left out are skipped, not validated.
+pub fn parse_projected(line: &str, keys: &[String]) -> Result<Val, String> {
+    let b = line.as_bytes();
+    let mut i = skip_ws(b, 0);
+    if b.get(i) != Some(&b'{') {
+        return jq::parse(line);
+    }
+    i += 1;
+    let mut members: Vec<(Val, Val)> = Vec::with_capacity(keys.len());
+    let at = |i: usize, what: &str| format!("byte offset {i}: {what}");
+    i = skip_ws(b, i);
+    if b.get(i) == Some(&b'}') {
+        i += 1;
+    } else {
+        loop {
+            if b.get(i) != Some(&b'"') {
+                return Err(at(i, "expected a member name"));
+            }
+            let end = skip_string(b, i).ok_or_else(|| at(i, "unterminated string"))?;
+            let name = &line[i + 1..end - 1];
+            if name.contains('\\') {
+                // An escaped member name: rare enough to take the general path.
+                return jq::parse(line);
+            }
+            i = skip_ws(b, end);
+            if b.get(i) != Some(&b':') {
+                return Err(at(i, "expected `:`"));
+            }
+            i = skip_ws(b, i + 1);
+            let start = i;
+            i = skip_value(b, i).ok_or_else(|| at(start, "expected a value"))?;
+            if keys.iter().any(|k| k == name) {
+                let value = jq::parse(&line[start..i]).map_err(|e| format!("member {name:?}: {e}"))?;
+                members.push((jq::string(name), value));
+            }
+            i = skip_ws(b, i);
+            match b.get(i) {
+                Some(b',') => i = skip_ws(b, i + 1),
+                Some(b'}') => {
+                    i += 1;
+                    break;
+                }
+                _ => return Err(at(i, "expected `,` or `}`")),
+            }
+        }
+    }
+    if skip_ws(b, i) != b.len() {
+        return Err(at(i, "unexpected text after the record"));
+    }
+    Ok(Val::obj(members.into_iter().collect()))
+}
+
+fn skip_ws(b: &[u8], mut i: usize) -> usize {
+    while let Some(b' ' | b'\t' | b'\n' | b'\r') = b.get(i) {
+        i += 1;
+    }
+    i
+}
+
+/// The end (one past the closing quote) of the string starting at `i`.
+fn skip_string(b: &[u8], i: usize) -> Option<usize> {
+    let mut at = i + 1;
+    loop {
+        at += memchr::memchr2(b'"', b'\\', &b[at..])?;
+        if b[at] == b'\\' {
+            at += 2;
+        } else {
+            return Some(at + 1);
+        }
+    }
+}
+
+/// The end of the JSON value starting at `i`: strings and brackets matched, scalars up to the next
+/// delimiter.
+fn skip_value(b: &[u8], i: usize) -> Option<usize> {
+    match *b.get(i)? {
+        b'"' => skip_string(b, i),
+        b'{' | b'[' => {
+            let mut depth = 0usize;
+            let mut at = i;
+            while at < b.len() {
+                match b[at] {
+                    b'"' => {
+                        at = skip_string(b, at)?;
+                        continue;
+                    }
+                    b'{' | b'[' => depth += 1,
+                    b'}' | b']' => {
+                        depth -= 1;
+                        if depth == 0 {
+                            return Some(at + 1);
+                        }
+                    }
+                    _ => {}
+                }
+                at += 1;
+            }
+            None
+        }
+        b',' | b'}' | b']' | b':' => None,
+        _ => {
+            let len = b[i..]
+                .iter()
+                .position(|c| matches!(c, b',' | b'}' | b']' | b' ' | b'\t' | b'\n' | b'\r'))
+                .unwrap_or(b.len() - i);
+            Some(i + len)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn keys(list: &[&str]) -> Plan {
+        Plan::Project(list.iter().map(|s| (*s).to_owned()).collect())
+    }
+
+    #[test]
+    fn recipes_read_only_their_fields() {
+        assert_eq!(per_record("[.title, .namespace] | @tsv"), keys(&["namespace", "title"]));
+        assert_eq!(
+            per_record("{id, title, namespace}"),
+            keys(&["id", "namespace", "title"])
+        );
+        assert_eq!(
+            per_record(r#"select(.title | test($keyword; "i"))"#),
+            Plan::Select {
+                cond: r#".title | test($keyword; "i")"#.into(),
+                keys: vec!["title".into()]
+            }
+        );
+        assert_eq!(
+            per_record("select((.tags // []) | index($tag))"),
+            Plan::Select {
+                cond: "(.tags // []) | index($tag)".into(),
+                keys: vec!["tags".into()]
+            }
+        );
+        assert_eq!(
+            per_record(r#"select(.memory_type == "x") | {id, t: .provenance.confidence}"#),
+            keys(&["id", "memory_type", "provenance"])
+        );
+        assert_eq!(per_record(r#".["a b"], ."c", .d?"#), keys(&["a b", "c", "d"]));
+        assert_eq!(per_record(r#"if .a then .b else 1 end"#), keys(&["a", "b"]));
+        assert_eq!(per_record(r#""\(.a) and \(.b)""#), keys(&["a", "b"]));
+        assert_eq!(per_record(r#".a as $x | .b + $x"#), keys(&["a", "b"]));
+        assert_eq!(per_record(r#"try .a catch ."#), keys(&["a"]));
+        assert_eq!(per_record("1, null, $x"), keys(&[]));
+    }
+
+    #[test]
+    fn anything_that_sees_the_whole_record_parses_it_whole() {
+        for code in [
+            ".",
+            "keys",
+            "length",
+            "to_entries",
+            "..",
+            ".[]",
+            ".[$k]",
+            ".[0]",
+            "tojson",
+            "select(.a) | .",
+            "select(length > 2)",
+            ". as $r | $r",
+            "del(.a)",
+            ".a = 1",
+            "def f: .a; f",
+            "reduce .a[] as $x (0; . + $x)",
+            "@json",
+            "with_entries(.)",
+            "{(.a): .} | keys",
+            ". as {(keys[0]): $v} | $v",
+            "{a: .}",
+            "[.]",
+            ". == {}",
+            "not_a_builtin",
+            "select(.a) | select(.b)",
+        ] {
+            let plan = per_record(code);
+            assert!(
+                plan == Plan::Whole || matches!(&plan, Plan::Select { .. } if code.starts_with("select(")),
+                "{code}: {plan:?}"
+            );
+        }
+        assert_eq!(per_record("this is not jq"), Plan::Whole);
+    }
+
+    #[test]
+    fn projected_parsing_keeps_the_members_asked_for() {
+        let line = r#" {"id":"a","skip":{"x":[1,{"y":"]}"}],"s":"\"{"},"n":-1.5e3,"t":[true,null],"id2":"q"} "#;
+        let v = parse_projected(line, &["n".into(), "t".into(), "id".into()]).unwrap();
+        assert_eq!(jq::to_json(&v), r#"{"id":"a","n":-1500,"t":[true,null]}"#);
+        assert_eq!(jq::to_json(&parse_projected(line, &[]).unwrap()), "{}");
+        assert_eq!(jq::to_json(&parse_projected("[1, 2]", &[]).unwrap()), "[1,2]");
+        assert_eq!(jq::to_json(&parse_projected("{ }", &["a".into()]).unwrap()), "{}");
+        // An escaped name takes the general path, which keeps everything.
+        assert_eq!(
+            jq::to_json(&parse_projected(r#"{"a\u0062":1,"c":2}"#, &["ab".into()]).unwrap()),
+            r#"{"ab":1,"c":2}"#
+        );
+        for bad in [
+            r#"{"a":1"#,
+            r#"{"a" 1}"#,
+            r#"{"a":1} x"#,
+            r#"{"a":}"#,
+            r#"{"a":"x}"#,
+            r#"{a:1}"#,
+        ] {
+            assert!(parse_projected(bad, &["a".into()]).is_err(), "{bad}");
+        }
+        // A member that is read is validated as any JSON.
+        assert!(parse_projected(r#"{"a":tru}"#, &["a".into()]).is_err());
+    }
+}
