@@ -352,6 +352,11 @@ fn run_over_lines(
                             if out.is_full() {
                                 return out.count();
                             }
+                            // Most lines print as they are written: no need to build the record
+                            // (a string would print differently in raw mode).
+                            if !(out.raw && line.starts_with('"')) && jq::is_canonical(line) {
+                                return out.push_text(line.to_owned());
+                            }
                             if whole.is_none() {
                                 match parse((i, line)) {
                                     Ok(v) => whole = Some(v),
@@ -412,13 +417,20 @@ impl Output {
     }
 
     fn push(&mut self, value: &Val) -> bool {
+        if self.truncated {
+            return self.count();
+        }
+        self.push_text(if self.raw {
+            jq::to_raw(value)
+        } else {
+            jq::to_json(value)
+        })
+    }
+
+    /// Pushes a value already printed.
+    fn push_text(&mut self, text: String) -> bool {
         self.total += 1;
         if !self.truncated {
-            let text = if self.raw {
-                jq::to_raw(value)
-            } else {
-                jq::to_json(value)
-            };
             let next = self.counts + Counts::of(&text) + Counts { other: 1, cjk: 0 };
             if next.tokens() > self.limit {
                 self.truncated = true;

@@ -530,6 +530,119 @@ fn write_string(out: &mut String, s: &str) {
     out.push('"');
 }
 
+/// Whether `text` is one valid JSON value that [`write_json`] would print exactly as it is, so
+/// that it can be output without parsing and printing it again: compact, escapes as jq writes
+/// them, numbers in jq's form, no repeated member names.
+pub fn is_canonical(text: &str) -> bool {
+    let b = text.as_bytes();
+    // Member names of the objects open at this point (the innermost last) and whether the
+    // next string in each container is a member name.
+    let mut names: Vec<Vec<&[u8]>> = Vec::new();
+    let mut containers: Vec<bool> = Vec::new();
+    let mut name_next = false;
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'"' => {
+                let start = i + 1;
+                i = start;
+                loop {
+                    match b.get(i) {
+                        None => return false,
+                        Some(b'"') => break,
+                        Some(b'\\') => {
+                            let ok = match b.get(i + 1) {
+                                Some(b'"' | b'\\' | b'n' | b't' | b'r' | b'b' | b'f') => {
+                                    i += 2;
+                                    true
+                                }
+                                // jq writes \u only for the other control characters and DEL,
+                                // in lower case.
+                                Some(b'u') => {
+                                    let hex = b.get(i + 2..i + 6).unwrap_or_default();
+                                    let code = std::str::from_utf8(hex)
+                                        .ok()
+                                        .and_then(|h| u32::from_str_radix(h, 16).ok());
+                                    i += 6;
+                                    matches!(code, Some(c) if (c < 0x20 && !matches!(c, 0x8 | 0x9 | 0xa | 0xc | 0xd)) || c == 0x7f)
+                                        && hex.iter().all(|h| !h.is_ascii_uppercase())
+                                }
+                                _ => false,
+                            };
+                            if !ok {
+                                return false;
+                            }
+                        }
+                        Some(&c) if c < 0x20 || c == 0x7f => return false,
+                        Some(_) => i += 1,
+                    }
+                }
+                if name_next {
+                    let name = &b[start..i];
+                    let seen = names.last_mut().expect("names are read inside objects");
+                    if seen.contains(&name) {
+                        return false;
+                    }
+                    seen.push(name);
+                    name_next = false;
+                }
+                i += 1;
+            }
+            b'{' => {
+                containers.push(true);
+                names.push(Vec::new());
+                name_next = true;
+                i += 1;
+            }
+            b'[' => {
+                containers.push(false);
+                i += 1;
+            }
+            b'}' | b']' => {
+                if containers.pop() == Some(true) {
+                    names.pop();
+                }
+                name_next = false;
+                i += 1;
+            }
+            b',' => {
+                name_next = containers.last() == Some(&true);
+                i += 1;
+            }
+            b'-' | b'0'..=b'9' => {
+                let start = i;
+                while i < b.len() && matches!(b[i], b'-' | b'+' | b'.' | b'e' | b'E' | b'0'..=b'9') {
+                    i += 1;
+                }
+                let token = &text[start..i];
+                let digits = token.strip_prefix('-').unwrap_or(token);
+                let plain = !digits.is_empty()
+                    && digits.len() <= 15
+                    && digits.bytes().all(|d| d.is_ascii_digit())
+                    && (digits == "0" && token.len() == 1 || !digits.starts_with('0'));
+                if !plain {
+                    let Some(n) = jaq_json::read::parse_single_num(token.as_bytes()) else {
+                        return false;
+                    };
+                    let mut printed = String::new();
+                    write_num(&mut printed, &n);
+                    if printed != token {
+                        return false;
+                    }
+                }
+            }
+            b':' => i += 1,
+            b't' if b[i..].starts_with(b"true") => i += 4,
+            b'f' if b[i..].starts_with(b"false") => i += 5,
+            b'n' if b[i..].starts_with(b"null") => i += 4,
+            _ => return false,
+        }
+    }
+    // The scan checked the form; the grammar (commas, colons, brackets) is serde_json's to check.
+    // Anything it refuses goes the general way, which reports what is wrong.
+    serde_json::from_str::<serde::de::IgnoredAny>(text).is_ok()
+}
+
 /// jq 1.6 holds every number as a double and prints it with `%.17g`-style shortest digits.
 fn write_num(out: &mut String, n: &Num) {
     match n {
@@ -781,5 +894,55 @@ mod tests {
             assert_eq!(error, run(&format!("matches({args}) | any"), "\"a\"").unwrap_err());
         }
         assert!(run("test(1)", "\"a\"").unwrap_err().contains("string"));
+    }
+
+    #[test]
+    fn canonical_text_is_exactly_what_jq_prints() {
+        let canonical = [
+            r#"{"a":1,"b":[true,false,null],"c":{"a":"x"},"d":-12,"e":0,"f":0.5,"g":"\u0001\u007f\n\"\\/é"}"#,
+            r#"[]"#,
+            r#"{}"#,
+            r#""s""#,
+            r#"[{"a":1},{"a":2}]"#,
+            r#"1.5e+300"#,
+        ];
+        for text in canonical {
+            assert!(is_canonical(text), "{text}");
+            assert_eq!(to_json(&parse(text).unwrap()), text);
+        }
+        let not = [
+            r#"{"a": 1}"#,
+            r#" {"a":1}"#,
+            r#"{"a":1,"a":2}"#,
+            r#"{"a":{"b":1,"b":1}}"#,
+            r#""\/""#,
+            r#""\u00e9""#,
+            r#""\u001F""#,
+            r#""\u0009""#,
+            "\"\u{7f}\"",
+            "\"a\tb\"",
+            r#"1.0"#,
+            r#"1e3"#,
+            r#"-0"#,
+            r#"007"#,
+            r#"12345678901234567890"#,
+            r#"{"a":1"#,
+            r#"{"a":1}}"#,
+            r#"{"a"1}"#,
+            r#"[1,,2]"#,
+            r#"nul"#,
+            r#"NaN"#,
+            r#""unterminated"#,
+        ];
+        for text in not {
+            assert!(!is_canonical(text), "{text}");
+        }
+        // Keys repeated in sibling objects are not repeats.
+        assert!(is_canonical(r#"[{"a":1,"b":{"a":2}},{"a":3}]"#));
+        for record in crate::sample::records(crate::Detail::Full, 50, 3, false) {
+            let text = record.to_string();
+            assert!(is_canonical(&text), "{text}");
+            assert_eq!(to_json(&parse(&text).unwrap()), text);
+        }
     }
 }
