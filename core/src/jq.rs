@@ -49,9 +49,9 @@ def sub(re; f): sub(re; f; "");
 def gsub(re; f; flags): sub(re; f; "g" + flags);
 def gsub(re; f): sub(re; f; "g");
 def startswith($s):
-  if isstring and ($s | isstring) then $s == "" or lro_ltrimstr_($s) != . else lro_not_string("startswith"; "and its argument must both be strings") end;
+  if isstring and ($s | isstring) then lro_affix_($s; true) else lro_not_string("startswith"; "and its argument must both be strings") end;
 def endswith($s):
-  if isstring and ($s | isstring) then $s == "" or lro_rtrimstr_($s) != . else lro_not_string("endswith"; "and its argument must both be strings") end;
+  if isstring and ($s | isstring) then lro_affix_($s; false) else lro_not_string("endswith"; "and its argument must both be strings") end;
 def ltrimstr($s): if isstring and ($s | isstring) then lro_ltrimstr_($s) else . end;
 def rtrimstr($s): if isstring and ($s | isstring) then lro_rtrimstr_($s) else . end;
 def tojson: lro_tojson_;
@@ -93,6 +93,18 @@ fn tabular_base<D: for<'a> DataT<V<'a> = Val>>() -> Box<[jaq_core::native::Filte
             bome(Ok(Val::utf8_str(to_json(&cv.1).into_bytes())))
         }),
         ("lro_ltrimstr_", v(1), |cv| unary(cv, |v, p| Ok(trim(v, &p, true)))),
+        ("lro_affix_", v(2), |mut cv| {
+            let prefix = cv.0.pop_var();
+            let affix = cv.0.pop_var();
+            let (Val::TStr(s) | Val::BStr(s), Val::TStr(a) | Val::BStr(a)) = (&cv.1, &affix) else {
+                return bome(Ok(Val::Bool(false)));
+            };
+            bome(Ok(Val::Bool(if matches!(prefix, Val::Bool(true)) {
+                s.starts_with(a)
+            } else {
+                s.ends_with(a)
+            })))
+        }),
         ("lro_test_", v(2), |mut cv| {
             let flags = cv.0.pop_var();
             let re = cv.0.pop_var();
@@ -126,6 +138,9 @@ fn regex_test(input: &Val, re: &Val, flags: &Val) -> Result<bool, jaq_core::Erro
     let text = input.try_as_utf8_bytes()?;
     let flags = std::str::from_utf8(flags.try_as_utf8_bytes()?).map_err(jaq_core::Error::str)?;
     let re = std::str::from_utf8(re.try_as_utf8_bytes()?).map_err(jaq_core::Error::str)?;
+    if let Some(found) = literal_test(text, re, flags) {
+        return Ok(found);
+    }
     let compiled = REGEXES.with_borrow_mut(|cache| -> Result<_, jaq_core::Error<Val>> {
         if let Some(at) = cache.iter().position(|(r, f, _)| r == re && f == flags) {
             return Ok(cache[at].2.clone());
@@ -161,6 +176,41 @@ fn regex_test(input: &Val, re: &Val, flags: &Val) -> Result<bool, jaq_core::Erro
     } else {
         regex.is_match(text)
     })
+}
+
+/// `test` of a regex without metacharacters, with no flag but `i` (ASCII case-insensitive, as
+/// regex-bites has it) or `g` (no effect on a test): a substring search, much faster than the
+/// regex engine. None when the regex is not such a literal.
+fn literal_test(text: &[u8], re: &str, flags: &str) -> Option<bool> {
+    if re.is_empty()
+        || re
+            .bytes()
+            .any(|c| b"\\.+*?()|[]{}^$#".contains(&c) || c.is_ascii_whitespace())
+    {
+        return None;
+    }
+    let ignore_case = match flags {
+        "" | "g" => false,
+        "i" | "gi" | "ig" => true,
+        _ => return None,
+    };
+    let needle = re.as_bytes();
+    if !ignore_case {
+        return Some(memchr::memmem::find(text, needle).is_some());
+    }
+    let first = needle[0];
+    let mut from = 0;
+    while let Some(at) = memchr::memchr2(first.to_ascii_lowercase(), first.to_ascii_uppercase(), &text[from..]) {
+        let start = from + at;
+        if text.len() - start < needle.len() {
+            return Some(false);
+        }
+        if text[start..start + needle.len()].eq_ignore_ascii_case(needle) {
+            return Some(true);
+        }
+        from = start + 1;
+    }
+    Some(false)
 }
 
 /// How many compiled regexes `test` keeps (a filter rarely has more than a few).
@@ -867,8 +917,10 @@ mod tests {
         let fast = |re: &str, flags: &str, input: &str| {
             run(&format!("test({re:?}; {flags:?})"), &format!("{input:?}")).unwrap()
         };
-        let inputs = ["", "abc", "ABC", "a\nb", "xx\nAB", "aaa", "é A"];
-        for re in ["", "a", "^a", "b$", "a.b", "(?:a )?", "A B", "x*", "é"] {
+        let inputs = ["", "abc", "ABC", "a\nb", "xx\nAB", "aaa", "é A", "É A", "a-b", "xaBc"];
+        for re in [
+            "", "a", "^a", "b$", "a.b", "(?:a )?", "A B", "x*", "é", "bC", "Bc", "abcd", "é a", "-",
+        ] {
             for flags in ["", "i", "g", "n", "gn", "m", "s", "x", "l", "p", "ix"] {
                 for input in inputs {
                     let input = input.replace("\\n", "\n");
