@@ -298,9 +298,8 @@ fn run_over_lines(
 ) -> Result<Extracted, Error> {
     let mut out = Output::new(raw, limit);
     let lines = body.lines().enumerate().filter(|(_, l)| !l.trim().is_empty());
-    let parse = |(i, line): (usize, &str)| {
-        jq::parse(line).map_err(|e| Error::Corrupt(format!("line {} is not a valid record: {e}", i + 2)))
-    };
+    let corrupt = |i: usize, e: String| Error::Corrupt(format!("line {} is not a valid record: {e}", i + 2));
+    let parse = |(i, line): (usize, &str)| jq::parse(line).map_err(|e| corrupt(i, e));
     let failed = |e: String, at: Option<usize>| {
         let at = at.map_or(String::new(), |i| format!(" (on the record at line {})", i + 2));
         with_hint(Error::FilterFailed(format!("{e}{at}")), program, detail)
@@ -311,23 +310,17 @@ fn run_over_lines(
             .run(records, vars, &mut |v| out.push(&v))
             .map_err(|e| failed(e, None))?;
     } else {
-        let corrupt = |i: usize, e: String| Error::Corrupt(format!("line {} is not a valid record: {e}", i + 2));
         match plan::per_record(program) {
-            Plan::Whole => {
+            plan @ (Plan::Whole | Plan::Project(_)) => {
+                let keys = match &plan {
+                    Plan::Project(keys) => Some(keys),
+                    _ => None,
+                };
                 for (i, line) in lines {
-                    let record = parse((i, line))?;
-                    if filter
-                        .run(record, vars, &mut |v| out.push(&v))
-                        .map_err(|e| failed(e, Some(i)))?
-                        == Flow::Halt
-                    {
-                        break;
-                    }
-                }
-            }
-            Plan::Project(keys) => {
-                for (i, line) in lines {
-                    let record = plan::parse_projected(line, &keys).map_err(|e| corrupt(i, e))?;
+                    let record = match keys {
+                        Some(keys) => plan::parse_projected(line, keys).map_err(|e| corrupt(i, e))?,
+                        None => parse((i, line))?,
+                    };
                     if filter
                         .run(record, vars, &mut |v| out.push(&v))
                         .map_err(|e| failed(e, Some(i)))?
