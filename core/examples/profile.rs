@@ -1,13 +1,16 @@
 //! Runs the native offload and extraction in a loop, for `perf record`:
 //! `cargo build --release -p lro-core --example profile && perf record -g target/release/examples/profile offload`;
-//! `... profile extract N RECIPE` extracts recipe RECIPE (default 2) from one file of N records.
+//! `... profile extract N RECIPE` extracts recipe RECIPE (default 2) from one file of N records;
+//! `... profile extract N FILTER` runs the jq filter over the slurped records.
 
 use lro_core::{Config, Detail, Operation};
 
 fn main() {
     let what = std::env::args().nth(1).unwrap_or_else(|| "offload".into());
     let n: usize = std::env::args().nth(2).map_or(500, |s| s.parse().unwrap());
-    let recipe: u32 = std::env::args().nth(3).map_or(2, |s| s.parse().unwrap());
+    // A number is a recipe; anything else a query over the slurped records.
+    let which = std::env::args().nth(3).unwrap_or_else(|| "2".into());
+    let recipe: Option<u32> = which.parse().ok();
     let dir = std::env::temp_dir().join(format!("lro-profile-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let config = Config {
@@ -32,10 +35,10 @@ fn main() {
         let path = offload();
         let req = lro_core::extract::ExtractRequest {
             path: &path,
-            recipe: Some(recipe),
-            query: None,
+            recipe,
+            query: recipe.is_none().then_some(which.as_str()),
             params: None,
-            slurp: false,
+            slurp: recipe.is_none(),
             limit: Some(u32::MAX),
         };
         // Extraction is slower per record than offload: more reps so that it dominates the profile.

@@ -13,7 +13,7 @@ use serde_json::Value;
 
 use crate::estimate::Counts;
 use crate::jq::{self, Filter, Flow};
-use crate::plan::{self, Plan};
+use crate::plan::{self, Plan, Slurp};
 use crate::recipes::{self, fields_absent_at};
 use crate::time::parse_rfc3339_ms;
 use crate::{Config, Detail, Error, custody};
@@ -305,10 +305,55 @@ fn run_over_lines(
         with_hint(Error::FilterFailed(format!("{e}{at}")), program, detail)
     };
     if slurp {
-        let records = lines.map(parse).collect::<Result<Val, Error>>()?;
-        filter
-            .run(records, vars, &mut |v| out.push(&v))
-            .map_err(|e| failed(e, None))?;
+        match plan::slurped(program) {
+            Slurp::Whole => {
+                let records = lines.map(parse).collect::<Result<Val, Error>>()?;
+                filter
+                    .run(records, vars, &mut |v| out.push(&v))
+                    .map_err(|e| failed(e, None))?;
+            }
+            Slurp::Project(keys) => {
+                let records = lines
+                    .map(|(i, line)| plan::parse_projected(line, &keys).map_err(|e| corrupt(i, e)))
+                    .collect::<Result<Val, Error>>()?;
+                filter
+                    .run(records, vars, &mut |v| out.push(&v))
+                    .map_err(|e| failed(e, None))?;
+            }
+            Slurp::SortBy { key, keys } => {
+                let lines: Vec<(usize, &str)> = lines.collect();
+                let records = lines
+                    .iter()
+                    .map(|&(i, line)| plan::parse_projected(line, &keys).map_err(|e| corrupt(i, e)))
+                    .collect::<Result<Val, Error>>()?;
+                match sorted_positions(&key, names, vars, records, lines.len()).map_err(|e| failed(e, None))? {
+                    Some(positions) => {
+                        let mut text = String::with_capacity(body.len() + 2);
+                        text.push('[');
+                        for (n, position) in positions.into_iter().enumerate() {
+                            let (i, line) = lines[position];
+                            if n > 0 {
+                                text.push(',');
+                            }
+                            if jq::is_canonical(line) {
+                                text.push_str(line);
+                            } else {
+                                text.push_str(&jq::to_json(&parse((i, line))?));
+                            }
+                        }
+                        text.push(']');
+                        out.push_text(text);
+                    }
+                    // The key halted, or did something else unforeseen: sort the records themselves.
+                    None => {
+                        let records = lines.into_iter().map(parse).collect::<Result<Val, Error>>()?;
+                        filter
+                            .run(records, vars, &mut |v| out.push(&v))
+                            .map_err(|e| failed(e, None))?;
+                    }
+                }
+            }
+        }
     } else {
         match plan::per_record(program) {
             plan @ (Plan::Whole | Plan::Project(_)) => {
@@ -373,6 +418,41 @@ fn run_over_lines(
         }
     }
     Ok(out.finish(detail, program))
+}
+
+/// The order `sort_by(KEY)` puts `records` (projected to what KEY reads) in, as positions: jaq
+/// sorts the positions by the same keys, so the order is the one it gives the records, ties
+/// included. `None` when the run does not give one permutation of `0..count`.
+fn sorted_positions(
+    key: &str,
+    names: &[&str],
+    vars: &[Val],
+    records: Val,
+    count: usize,
+) -> Result<Option<Vec<usize>>, String> {
+    let program = format!(". as $__lro_records | [range(length)] | sort_by($__lro_records[.] | ({key}))");
+    let Ok(order) = Filter::compile(&program, names) else {
+        return Ok(None);
+    };
+    let mut outputs = Vec::new();
+    order.run(records, vars, &mut |v| {
+        outputs.push(v);
+        true
+    })?;
+    let [Val::Arr(positions)] = &outputs[..] else {
+        return Ok(None);
+    };
+    let positions: Option<Vec<usize>> = positions
+        .iter()
+        .map(|p| match p {
+            Val::Num(n) => n
+                .as_isize()
+                .and_then(|n| usize::try_from(n).ok())
+                .filter(|&n| n < count),
+            _ => None,
+        })
+        .collect();
+    Ok(positions.filter(|p| p.len() == count))
 }
 
 /// Collects values up to the cap and counts the rest.
@@ -508,7 +588,8 @@ fn absent_field_hint(program: &str, detail: Option<Detail>) -> Option<String> {
     Some(hint)
 }
 
-/// Identifiers that follow a `.` outside string literals: the fields a filter reads.
+/// Identifiers that follow a `.` outside string literals, not right after another name, index or
+/// parenthesis: the top-level fields a filter reads (`confidence` of `.provenance.confidence` is not one).
 fn field_names(program: &str) -> Vec<&str> {
     let bytes = program.as_bytes();
     let (mut names, mut i, mut in_string) = (Vec::new(), 0, false);
@@ -522,7 +603,9 @@ fn field_names(program: &str) -> Vec<&str> {
                 while end < bytes.len() && (bytes[end].is_ascii_alphanumeric() || bytes[end] == b'_') {
                     end += 1;
                 }
-                if end > start {
+                let nested = i > 0
+                    && matches!(bytes[i - 1], b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'_' | b']' | b')' | b'?');
+                if end > start && !nested {
                     names.push(&program[start..end]);
                 }
                 i = end.max(i + 1);
@@ -661,21 +744,43 @@ mod tests {
             ".",
             "select(.title | length > 30)",
         ];
+        // Over the array of every record (`slurp`).
+        let slurped = [
+            "group_by(.namespace) | map({namespace: .[0].namespace, count: length})",
+            "group_by(.memory_type) | map({memory_type: .[0].memory_type, count: length})",
+            "map(.namespace) | unique",
+            "sort_by(.created)",
+            "sort_by(-.provenance.confidence)",
+            // Many ties: the order among equal keys must be the file's.
+            "sort_by(.memory_type)",
+            "sort_by(.title)",
+            "sort_by(.provenance.agent, .id) | map(.id)",
+            "[.[].title, .[0].namespace?]",
+            "group_by(.memory_type) | map(.[0].title)",
+            "length",
+            "sort_by(.title | halt)",
+        ];
+        let filters: Vec<(&str, bool)> = filters
+            .iter()
+            .map(|f| (*f, false))
+            .chain(slurped.iter().map(|f| (*f, true)))
+            .collect();
         let mut compared = (0, 0);
         for (b, body) in bodies.iter().enumerate() {
             let name = format!("atlatl-recall-{}.jsonl", ulid::Ulid::generate());
             let header = r#"{"type":"lro_header","operation":"recall","count":40,"timestamp":"2999-01-01T00:00:00.000Z","detail":"full"}"#;
             std::fs::write(dir.path().join(&name), format!("{header}\n{body}\n")).unwrap();
             let path = format!("{}/{name}", dir.path().to_str().unwrap());
-            for filter in filters {
+            for &(filter, slurp) in &filters {
                 let request = ExtractRequest {
                     path: &path,
                     query: Some(filter),
+                    slurp,
                     limit: Some(u32::MAX),
                     ..Default::default()
                 };
                 let planned = extract(&cfg, &request, 0).map_err(|e| e.to_string());
-                let whole = query(filter, body, false, false, None).map_err(|e| e.to_string());
+                let whole = query(filter, body, slurp, false, None).map_err(|e| e.to_string());
                 match (planned, whole) {
                     (Ok(p), Ok(w)) => {
                         assert_eq!((p.values, p.total), (w.values, w.total), "{filter} (body {b})");
@@ -698,8 +803,13 @@ mod tests {
     #[test]
     fn field_names_skip_strings() {
         assert_eq!(
-            field_names(r#"select(.content | test(".x")) | .provenance.confidence"#),
-            ["content", "provenance", "confidence"]
+            field_names(r#"select(.content | test(".x")) | .provenance.confidence, .[0].title, (.a).b, .c?.d"#),
+            ["content", "provenance", "a", "c"]
+        );
+        // Recipe 9 at full detail reads the confidence where that level has it.
+        assert_eq!(
+            absent_field_hint("sort_by(-.provenance.confidence)", Some(Detail::Full)),
+            None
         );
     }
 

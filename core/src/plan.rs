@@ -92,6 +92,123 @@ pub fn per_record(code: &str) -> Plan {
     Plan::Whole
 }
 
+/// How to run a filter over the array of every record (`slurp`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Slurp {
+    /// Build the array of whole records.
+    Whole,
+    /// Build the array of records with only these members; the filter's outputs are the same,
+    /// because records reach them only through these members (`group_by(.namespace) | map(...)`).
+    Project(Vec<String>),
+    /// The filter is `sort_by(KEY)` and KEY reads only these members: sort the projected records,
+    /// then print the record lines themselves in that order.
+    SortBy {
+        /// The text of KEY.
+        key: String,
+        /// The members KEY reads.
+        keys: Vec<String>,
+    },
+}
+
+/// The plan for running `code` once over the array of every record.
+pub fn slurped(code: &str) -> Slurp {
+    let Some(term) = jaq_core::load::parse(code, |p| p.term()) else {
+        return Slurp::Whole;
+    };
+    if let Need::Keys(keys) = elements(&term) {
+        return Slurp::Project(keys);
+    }
+    // A comment could swallow the parentheses the key is put back between.
+    if let Term::Call("sort_by", args) = &term
+        && let [key] = &args[..]
+        && let Need::Keys(keys) = need(key, Need::All)
+        && !code.contains('#')
+        && let Some(inner) = code.trim().strip_prefix("sort_by(").and_then(|c| c.strip_suffix(')'))
+    {
+        return Slurp::SortBy {
+            key: inner.to_owned(),
+            keys,
+        };
+    }
+    Slurp::Whole
+}
+
+/// A number literal.
+fn is_number(term: &Term<&str>) -> bool {
+    matches!(term, Term::Num(_))
+}
+
+/// What `term`, run on an array of records, needs of each record so that its outputs and errors
+/// stay the same. `All` whenever a record could reach an output (or anything not understood)
+/// whole: a projected record must never be printed.
+fn elements(term: &Term<&str>) -> Need {
+    match term {
+        Term::Num(_) | Term::Var(_) | Term::Arr(None) => Need::none(),
+        Term::Str(None, parts) if parts.iter().all(|p| !matches!(p, StrPart::Term(_))) => Need::none(),
+        Term::Arr(Some(t)) => elements(t),
+        Term::Obj(entries) => entries.iter().fold(Need::none(), |acc, (k, v)| match (literal(k), v) {
+            (Some(_), Some(v)) => acc.union(elements(v)),
+            _ => Need::All,
+        }),
+        Term::BinOp(l, op, r) => match op {
+            BinaryOp::Comma | BinaryOp::Math(_) | BinaryOp::Cmp(_) => elements(l).union(elements(r)),
+            BinaryOp::Pipe(None) => match &**l {
+                // The rest sees only what the per-record filter made of each record.
+                Term::Call("map", args) if args.len() == 1 => need(&args[0], Need::All),
+                // Arrays of the records themselves, reordered or grouped.
+                Term::Call("sort_by" | "unique_by", args) if args.len() == 1 => {
+                    need(&args[0], Need::All).union(elements(r))
+                }
+                Term::Call("group_by", args) if args.len() == 1 => need(&args[0], Need::All).union(groups(r)),
+                // One record, or each: the rest is a per-record filter.
+                Term::Call("first" | "last", args) if args.is_empty() => need(r, Need::All),
+                Term::Path(base, path) if matches!(**base, Term::Id) && path.0.len() == 1 => match &path.0[0].0 {
+                    Part::Index(i) if is_number(i) => need(r, Need::All),
+                    Part::Range(None, None) => need(r, Need::All),
+                    _ => Need::All,
+                },
+                _ => Need::All,
+            },
+            _ => Need::All,
+        },
+        Term::Call("length", args) if args.is_empty() => Need::none(),
+        Term::Call("map", args) if args.len() == 1 => need(&args[0], Need::All),
+        // `.[0].namespace`, `.[].id`: a record, then one of its members.
+        Term::Path(base, path) if matches!(**base, Term::Id) && path.0.len() >= 2 => {
+            let record = match &path.0[0].0 {
+                Part::Index(i) => is_number(i),
+                Part::Range(None, None) => true,
+                Part::Range(..) => false,
+            };
+            // Later parts index the member, which is whole; their indices must not read the
+            // array (`.[0].a[.[1]]`).
+            let constant = path.0[2..].iter().all(|(part, _)| match part {
+                Part::Index(i) => literal(i).is_some() || is_number(i),
+                Part::Range(from, to) => from.iter().chain(to.iter()).all(|i| is_number(i)),
+            });
+            match &path.0[1].0 {
+                Part::Index(k) if record && constant => literal(k).map_or(Need::All, Need::key),
+                _ => Need::All,
+            }
+        }
+        _ => Need::All,
+    }
+}
+
+/// What `term`, run on an array of groups of records (the output of `group_by`), needs of each
+/// record.
+fn groups(term: &Term<&str>) -> Need {
+    match term {
+        Term::Call("length", args) if args.is_empty() => Need::none(),
+        Term::Call("map", args) if args.len() == 1 => elements(&args[0]),
+        Term::BinOp(l, BinaryOp::Pipe(None), _) => match &**l {
+            Term::Call("map", args) if args.len() == 1 => elements(&args[0]),
+            _ => Need::All,
+        },
+        _ => Need::All,
+    }
+}
+
 /// A string literal without interpolation, as its text.
 fn literal(term: &Term<&str>) -> Option<String> {
     let Term::Str(None, parts) = term else { return None };
@@ -386,6 +503,66 @@ mod tests {
             );
         }
         assert_eq!(per_record("this is not jq"), Plan::Whole);
+    }
+
+    #[test]
+    fn slurped_recipes_read_only_their_fields() {
+        let project = |list: &[&str]| Slurp::Project(list.iter().map(|s| (*s).to_owned()).collect());
+        assert_eq!(
+            slurped("group_by(.namespace) | map({namespace: .[0].namespace, count: length})"),
+            project(&["namespace"])
+        );
+        assert_eq!(slurped("map(.namespace) | unique"), project(&["namespace"]));
+        assert_eq!(slurped("length"), project(&[]));
+        assert_eq!(slurped("[.[].id, .[0].title?]"), project(&["id", "title"]));
+        assert_eq!(slurped("sort_by(.a) | map(.b)"), project(&["a", "b"]));
+        assert_eq!(slurped(".[0] | {id}"), project(&["id"]));
+        assert_eq!(slurped("group_by(.a) | length"), project(&["a"]));
+        assert_eq!(
+            slurped("sort_by(.created)"),
+            Slurp::SortBy {
+                key: ".created".into(),
+                keys: vec!["created".into()]
+            }
+        );
+        assert_eq!(
+            slurped("sort_by(-.provenance.confidence)"),
+            Slurp::SortBy {
+                key: "-.provenance.confidence".into(),
+                keys: vec!["provenance".into()]
+            }
+        );
+    }
+
+    #[test]
+    fn anything_that_outputs_a_slurped_record_builds_it_whole() {
+        for code in [
+            ".",
+            ".[0]",
+            "first",
+            ".[]",
+            "map(.)",
+            "group_by(.a)",
+            "group_by(.a) | map(.[0])",
+            "group_by(.a) | map(first)",
+            "group_by(.a) | .[0]",
+            "unique_by(.a)",
+            "min_by(.a)",
+            "sort_by(.a) | .[0]",
+            "sort_by(keys)",
+            "sort_by(.a) # )",
+            ".[0].a[.[1]]",
+            "add",
+            "to_entries",
+            "map(select(.a))",
+            "{(.[0].k): 1}",
+            "def f: .; f",
+            "[.[] | .]",
+            "tojson",
+            "not jq",
+        ] {
+            assert_eq!(slurped(code), Slurp::Whole, "{code}");
+        }
     }
 
     #[test]
