@@ -414,6 +414,8 @@ pub fn run(dir: &Path, quick: bool, only: Option<&str>) -> anyhow::Result<Figure
         };
         let mut path_len = 0;
         let (mut worst_full, mut worst_bare) = (0u32, 0u32);
+        // The largest full descriptor of each level, with its path, for the breakdown below.
+        let mut largest: Vec<(&str, String, String)> = Vec::new();
         for detail in [Detail::Light, Detail::Medium, Detail::Full] {
             for &n in &sizes {
                 let input = records(detail, n);
@@ -429,6 +431,9 @@ pub fn run(dir: &Path, quick: bool, only: Option<&str>) -> anyhow::Result<Figure
                 std::fs::remove_file(&bare.path)?;
                 path_len = full.path.len();
                 let full_tokens = runtime.estimate(&full.descriptor)?;
+                if n == *sizes.last().expect("sizes") {
+                    largest.push((detail_name(detail), full.descriptor.clone(), full.path.clone()));
+                }
                 let bare_tokens = runtime.estimate(&bare.descriptor)?;
                 worst_full = worst_full.max(full_tokens);
                 worst_bare = worst_bare.max(bare_tokens);
@@ -437,11 +442,7 @@ pub fn run(dir: &Path, quick: bool, only: Option<&str>) -> anyhow::Result<Figure
                 writeln!(
                     out,
                     "| {} | {n} | {inline} | {full_tokens} | {ratio:.3}× | {:.1}% | {bare_tokens} | {:.4}× |",
-                    match detail {
-                        Detail::Light => "light",
-                        Detail::Medium => "medium",
-                        Detail::Full => "full",
-                    },
+                    detail_name(detail),
                     (1.0 - ratio) * 100.0,
                     f64::from(bare_tokens) / f64::from(inline)
                 )?;
@@ -453,6 +454,25 @@ pub fn run(dir: &Path, quick: bool, only: Option<&str>) -> anyhow::Result<Figure
          character of the path adds 3 tokens to a full descriptor (12 copies, 4 characters a token).",
             default_dir.display()
         )?;
+        writeln!(
+            out,
+            "\nWhere the tokens of a full descriptor go (the largest of each level): each member of the \
+             descriptor object as `\"name\":value`, and, across all of them, what the copies of the file \
+             path cost (the descriptor against the same text with the path left out of it).\n\n\
+             | detail | summary | file_path | line_schema | jq_recipes | guidance | whole | of which path copies |\n\
+             |---|---:|---:|---:|---:|---:|---:|---:|"
+        )?;
+        for (detail, descriptor, path) in &largest {
+            let value: serde_json::Value = serde_json::from_str(descriptor).context("a descriptor is JSON")?;
+            let mut row = format!("| {detail} |");
+            for key in ["summary", "file_path", "line_schema", "jq_recipes", "guidance"] {
+                let member = format!("\"{key}\":{}", value.get(key).context("a descriptor member")?);
+                write!(row, " {} |", runtime.estimate(&member)?)?;
+            }
+            let whole = runtime.estimate(descriptor)?;
+            let without_path = runtime.estimate(&descriptor.replace(path.as_str(), ""))?;
+            writeln!(out, "{row} {whole} | {} |", whole - without_path)?;
+        }
         targets.push(Target {
             what: "full descriptor, largest at any level and size".into(),
             figure: format!("{worst_full} tokens (target ≤ 800; file paths of {path_len} characters)"),
@@ -484,6 +504,14 @@ pub fn run(dir: &Path, quick: bool, only: Option<&str>) -> anyhow::Result<Figure
         markdown: format!("{head}\n{out}"),
         misses,
     })
+}
+
+fn detail_name(detail: Detail) -> &'static str {
+    match detail {
+        Detail::Light => "light",
+        Detail::Medium => "medium",
+        Detail::Full => "full",
+    }
 }
 
 fn which_jq() -> anyhow::Result<()> {

@@ -469,6 +469,9 @@ impl Runtime {
         // nowhere, so a host speaking MCP over stdio can never have its stream corrupted.
         let stderr = MemoryOutputPipe::new(64 * 1024);
         wasi.stderr(stderr.clone());
+        // Calls are synchronous: file I/O may block this thread instead of being handed to a
+        // blocking-thread pool and waited for (two context switches per read or write).
+        wasi.allow_blocking_current_thread(true);
         let state = State {
             wasi: wasi.build(),
             table: ResourceTable::new(),

@@ -1,20 +1,21 @@
 //! Runs one extraction (or offload) in a given component many times, for `perf record` with
 //! function names: build the guest without stripping its name section, then
-//! `LRO_PERF_MAP=1 perf record target/release/examples/profile GUEST.wasm DIR FILE RECIPE [REPS]`.
+//! `LRO_PERF_MAP=1 perf record target/release/examples/profile_component GUEST.wasm DIR FILE RECIPE [REPS]`.
+//! With `offload` for RECIPE, FILE is a JSON array of full-detail records (`lro sample`) to offload.
 //!
 //! ```sh
 //! CARGO_PROFILE_RELEASE_STRIP=false cargo build -p lro-guest --target wasm32-wasip2 --release \
 //!     --target-dir target/prof-guest
-//! cargo build --release -p lro-host --example profile
+//! cargo build --release -p lro-host --example profile_component
 //! ```
 
 use anyhow::{Context, Result};
-use lro_host::{ExtractRequest, Options, Runtime, Settings};
+use lro_host::{Detail, ExtractRequest, Operation, Options, Outcome, Request, Runtime, Settings};
 
 fn main() -> Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let [wasm, dir, file, recipe, rest @ ..] = &args[..] else {
-        anyhow::bail!("usage: profile GUEST.wasm DIR FILE RECIPE [REPS]");
+        anyhow::bail!("usage: profile_component GUEST.wasm DIR FILE RECIPE [REPS]");
     };
     let reps: u32 = rest.first().map_or(Ok(5), |s| s.parse())?;
     let bytes = std::fs::read(wasm).with_context(|| format!("reading {wasm}"))?;
@@ -27,6 +28,23 @@ fn main() -> Result<()> {
         },
     )?;
     let config = Settings::default().with_output_dir(dir).config()?;
+    if recipe == "offload" {
+        let request = Request {
+            operation: Operation::Recall,
+            query: None,
+            detail: Some(Detail::Full),
+            records: std::fs::read_to_string(file).with_context(|| format!("reading {file}"))?,
+            text: None,
+        };
+        let start = std::time::Instant::now();
+        for _ in 0..reps {
+            if let Outcome::Offloaded(o) = runtime.offload(&config, &request)? {
+                std::fs::remove_file(o.path)?;
+            }
+        }
+        eprintln!("{:?} per offload", start.elapsed() / reps);
+        return Ok(());
+    }
     let request = ExtractRequest {
         path: file.clone(),
         recipe: Some(recipe.parse()?),
