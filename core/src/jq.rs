@@ -48,10 +48,8 @@ def sub(re; f; flags):
 def sub(re; f): sub(re; f; "");
 def gsub(re; f; flags): sub(re; f; "g" + flags);
 def gsub(re; f): sub(re; f; "g");
-def startswith($s):
-  if isstring and ($s | isstring) then lro_affix_($s; true) else lro_not_string("startswith"; "and its argument must both be strings") end;
-def endswith($s):
-  if isstring and ($s | isstring) then lro_affix_($s; false) else lro_not_string("endswith"; "and its argument must both be strings") end;
+def startswith($s): lro_affix_($s; true);
+def endswith($s): lro_affix_($s; false);
 def ltrimstr($s): if isstring and ($s | isstring) then lro_ltrimstr_($s) else . end;
 def rtrimstr($s): if isstring and ($s | isstring) then lro_rtrimstr_($s) else . end;
 def tojson: lro_tojson_;
@@ -96,8 +94,15 @@ fn tabular_base<D: for<'a> DataT<V<'a> = Val>>() -> Box<[jaq_core::native::Filte
         ("lro_affix_", v(2), |mut cv| {
             let prefix = cv.0.pop_var();
             let affix = cv.0.pop_var();
+            // The type check is here, not in the jq definition: run per record, a jq-level
+            // check cost more than the comparison (`type` builds a string each time).
             let (Val::TStr(s) | Val::BStr(s), Val::TStr(a) | Val::BStr(a)) = (&cv.1, &affix) else {
-                return bome(Ok(Val::Bool(false)));
+                let op = if matches!(prefix, Val::Bool(true)) {
+                    "startswith"
+                } else {
+                    "endswith"
+                };
+                return bome(Err(not_string(op, &cv.1, "and its argument must both be strings")));
             };
             bome(Ok(Val::Bool(if matches!(prefix, Val::Bool(true)) {
                 s.starts_with(a)
@@ -112,6 +117,17 @@ fn tabular_base<D: for<'a> DataT<V<'a> = Val>>() -> Box<[jaq_core::native::Filte
         }),
         ("lro_rtrimstr_", v(1), |cv| unary(cv, |v, p| Ok(trim(v, &p, false)))),
     ])
+}
+
+/// The error `lro_not_string` raises: `OP: TYPE (JSON, cut at 60 characters) WHAT`.
+fn not_string(op: &str, value: &Val, what: &str) -> jaq_core::Error<Val> {
+    let json = to_json(value);
+    let shown = if json.chars().count() > 60 {
+        json.chars().take(57).collect::<String>() + "..."
+    } else {
+        json
+    };
+    jaq_core::Error::str(format_args!("{op}: {} ({shown}) {what}", type_name(value)))
 }
 
 /// jq's `ltrimstr`/`rtrimstr` on two strings: the input without the affix, or unchanged.
@@ -854,6 +870,17 @@ mod tests {
         assert_eq!(
             run(".a | startswith(\"x\")", r#"{"a": 1}"#).unwrap_err(),
             "startswith: number (1) and its argument must both be strings"
+        );
+        assert_eq!(
+            run("endswith(1)", r#""abc""#).unwrap_err(),
+            "endswith: string (\"abc\") and its argument must both be strings"
+        );
+        assert_eq!(
+            run("startswith(\"x\")", &format!("[{}]", "1,".repeat(40) + "1")).unwrap_err(),
+            format!(
+                "startswith: array ([{}...) and its argument must both be strings",
+                "1,".repeat(28)
+            )
         );
         assert_eq!(
             run(
