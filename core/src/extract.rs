@@ -305,55 +305,48 @@ fn run_over_lines(
         with_hint(Error::FilterFailed(format!("{e}{at}")), program, detail)
     };
     if slurp {
-        match plan::slurped(program) {
-            Slurp::Whole => {
-                let records = lines.map(parse).collect::<Result<Val, Error>>()?;
-                filter
-                    .run(records, vars, &mut |v| out.push(&v))
-                    .map_err(|e| failed(e, None))?;
-            }
-            Slurp::Project(keys) => {
-                let records = lines
-                    .map(|(i, line)| plan::parse_projected(line, &keys).map_err(|e| corrupt(i, e)))
-                    .collect::<Result<Val, Error>>()?;
-                filter
-                    .run(records, vars, &mut |v| out.push(&v))
-                    .map_err(|e| failed(e, None))?;
-            }
+        let lines: Vec<(usize, &str)> = lines.collect();
+        let projected = |keys: &[String]| {
+            lines
+                .iter()
+                .map(|&(i, line)| plan::parse_projected(line, keys).map_err(|e| corrupt(i, e)))
+                .collect::<Result<Val, Error>>()
+        };
+        let keys = match plan::slurped(program) {
+            Slurp::Whole => None,
+            Slurp::Project(keys) => Some(keys),
             Slurp::SortBy { key, keys } => {
-                let lines: Vec<(usize, &str)> = lines.collect();
-                let records = lines
-                    .iter()
-                    .map(|&(i, line)| plan::parse_projected(line, &keys).map_err(|e| corrupt(i, e)))
-                    .collect::<Result<Val, Error>>()?;
-                match sorted_positions(&key, names, vars, records, lines.len()).map_err(|e| failed(e, None))? {
-                    Some(positions) => {
-                        let mut text = String::with_capacity(body.len() + 2);
-                        text.push('[');
-                        for (n, position) in positions.into_iter().enumerate() {
-                            let (i, line) = lines[position];
-                            if n > 0 {
-                                text.push(',');
-                            }
-                            if jq::is_canonical(line) {
-                                text.push_str(line);
-                            } else {
-                                text.push_str(&jq::to_json(&parse((i, line))?));
-                            }
+                let sorted =
+                    sorted_positions(&key, names, vars, projected(&keys)?, lines.len()).map_err(|e| failed(e, None))?;
+                if let Some(positions) = sorted {
+                    let mut text = String::with_capacity(body.len() + 2);
+                    text.push('[');
+                    for (n, position) in positions.into_iter().enumerate() {
+                        let (i, line) = lines[position];
+                        if n > 0 {
+                            text.push(',');
                         }
-                        text.push(']');
-                        out.push_text(text);
+                        if jq::is_canonical(line) {
+                            text.push_str(line);
+                        } else {
+                            text.push_str(&jq::to_json(&parse((i, line))?));
+                        }
                     }
-                    // The key halted, or did something else unforeseen: sort the records themselves.
-                    None => {
-                        let records = lines.into_iter().map(parse).collect::<Result<Val, Error>>()?;
-                        filter
-                            .run(records, vars, &mut |v| out.push(&v))
-                            .map_err(|e| failed(e, None))?;
-                    }
+                    text.push(']');
+                    out.push_text(text);
+                    return Ok(out.finish(detail, program));
                 }
+                // The key halted, or did something else unforeseen: sort the records themselves.
+                None
             }
-        }
+        };
+        let records = match &keys {
+            Some(keys) => projected(keys)?,
+            None => lines.iter().copied().map(parse).collect::<Result<Val, Error>>()?,
+        };
+        filter
+            .run(records, vars, &mut |v| out.push(&v))
+            .map_err(|e| failed(e, None))?;
     } else {
         match plan::per_record(program) {
             plan @ (Plan::Whole | Plan::Project(_)) => {
@@ -743,6 +736,7 @@ mod tests {
             "keys | length",
             ".",
             "select(.title | length > 30)",
+            "select(.title) # a comment)",
         ];
         // Over the array of every record (`slurp`).
         let slurped = [

@@ -82,7 +82,7 @@ pub fn per_record(code: &str) -> Plan {
     if let Term::Call("select", args) = &term
         && let [cond] = &args[..]
         && let Need::Keys(keys) = need(cond, Need::none())
-        && let Some(inner) = code.trim().strip_prefix("select(").and_then(|c| c.strip_suffix(')'))
+        && let Some(inner) = sole_argument(code, "select")
     {
         return Plan::Select {
             cond: inner.to_owned(),
@@ -118,12 +118,10 @@ pub fn slurped(code: &str) -> Slurp {
     if let Need::Keys(keys) = elements(&term) {
         return Slurp::Project(keys);
     }
-    // A comment could swallow the parentheses the key is put back between.
     if let Term::Call("sort_by", args) = &term
         && let [key] = &args[..]
         && let Need::Keys(keys) = need(key, Need::All)
-        && !code.contains('#')
-        && let Some(inner) = code.trim().strip_prefix("sort_by(").and_then(|c| c.strip_suffix(')'))
+        && let Some(inner) = sole_argument(code, "sort_by")
     {
         return Slurp::SortBy {
             key: inner.to_owned(),
@@ -131,6 +129,15 @@ pub fn slurped(code: &str) -> Slurp {
         };
     }
     Slurp::Whole
+}
+
+/// The text of the argument of `code`, which parses as one call `NAME(ARG)`. None when the text
+/// has a comment: it could swallow the parentheses a plan puts the argument back between.
+fn sole_argument<'a>(code: &'a str, name: &str) -> Option<&'a str> {
+    if code.contains('#') {
+        return None;
+    }
+    code.trim().strip_prefix(name)?.strip_prefix('(')?.strip_suffix(')')
 }
 
 /// A number literal.
@@ -503,6 +510,8 @@ mod tests {
             );
         }
         assert_eq!(per_record("this is not jq"), Plan::Whole);
+        // A comment could swallow the parenthesis the plan puts COND back between.
+        assert_eq!(per_record("select(.a) # )"), Plan::Whole);
     }
 
     #[test]
