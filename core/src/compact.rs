@@ -8,15 +8,20 @@
 use std::borrow::Cow;
 
 /// `raw` as compact JSON, given whether it is compact already (from [`scan`]).
-pub fn compacted(raw: &str, compact: bool) -> Cow<'_, str> {
+///
+/// Fails on text the validating pass accepts but no JSON value can hold: a lone UTF-16
+/// surrogate escape (`"\ud800"`) or a number out of range (`1e400`). The error says which.
+pub fn compacted(raw: &str, compact: bool) -> Result<Cow<'_, str>, String> {
     if compact {
-        return Cow::Borrowed(raw);
+        return Ok(Cow::Borrowed(raw));
     }
     let mut out = Vec::with_capacity(raw.len());
     let mut de = serde_json::Deserializer::from_str(raw);
     let mut ser = serde_json::Serializer::new(&mut out);
-    serde_transcode::transcode(&mut de, &mut ser).expect("the parser accepted this text before");
-    Cow::Owned(String::from_utf8(out).expect("serde_json writes UTF-8"))
+    serde_transcode::transcode(&mut de, &mut ser).map_err(|e| e.to_string())?;
+    String::from_utf8(out)
+        .map(Cow::Owned)
+        .map_err(|_| "the text is not valid UTF-8 once unescaped".to_owned())
 }
 
 /// What one pass over a value's text found.
@@ -31,6 +36,9 @@ pub struct Scan<'a> {
     pub score: Option<&'a str>,
     /// For an object: the text of its `namespace` member.
     pub namespace: Option<&'a str>,
+    /// For an object: the richest MIF detail level its top-level members show (0 light, 1
+    /// medium: `content`, `summary` or `confidence`; 2 full: `provenance`, `entities`, ...).
+    pub level: u8,
 }
 
 /// Scans valid JSON text once: whether it is compact, and an object's top-level members that
@@ -59,6 +67,9 @@ pub fn scan(raw: &str) -> Scan<'_> {
                 "memory" => found.memory = Some(value),
                 "score" => found.score = Some(value),
                 "namespace" => found.namespace = Some(value),
+                "content" | "summary" | "confidence" => found.level = found.level.max(1),
+                "provenance" | "entities" | "relationships" | "wiki_links" | "embedding" | "temporal" | "citations"
+                | "blocks" | "extensions" => found.level = 2,
                 _ => {}
             }
         }
@@ -170,7 +181,7 @@ mod tests {
     use super::*;
 
     fn compact(raw: &str) -> Cow<'_, str> {
-        compacted(raw, scan(raw).compact)
+        compacted(raw, scan(raw).compact).unwrap()
     }
 
     /// What the Value round trip gives, the reference `compact` must match.

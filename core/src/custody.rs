@@ -1,7 +1,8 @@
 //! The custodian: deletes offloaded files whose time to live has passed.
 
 use std::fs::{self, File};
-use std::io::{BufRead, BufReader, ErrorKind, Read};
+use std::io::{self, BufRead, BufReader, ErrorKind, Read};
+use std::time::UNIX_EPOCH;
 
 use serde_json::Value;
 use ulid::Ulid;
@@ -85,6 +86,91 @@ fn header_timestamp(path: &str) -> Option<u64> {
     parse_rfc3339_ms(header.get("timestamp")?.as_str()?)
 }
 
+/// When a file was created: its header's timestamp (when `header` has one), unless the header
+/// is dated after both its ULID's time and its modification time (by more than a minute of
+/// clock skew): then the earlier of those two. A header written with a timestamp far in the
+/// future cannot keep a file from ever being swept.
+pub(crate) fn created_ms(path: &str, ulid: Ulid, header: Option<u64>) -> u64 {
+    const SKEW_MS: u64 = 60_000;
+    let modified = fs::metadata(path)
+        .and_then(|m| m.modified())
+        .ok()
+        .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
+        .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+    let ulid_ms = ulid.timestamp_ms();
+    let dated = modified.map_or(ulid_ms, |m| m.min(ulid_ms));
+    let latest = modified.map_or(ulid_ms, |m| m.max(ulid_ms));
+    match header {
+        Some(stamp) if stamp <= latest.saturating_add(SKEW_MS) => stamp,
+        _ => dated,
+    }
+}
+
+/// The regular LRO files (not temporaries) in `dir`, oldest first by ULID, with their sizes.
+fn offload_files(config: &Config, dir: &str) -> io::Result<Vec<(Ulid, String, u64)>> {
+    let mut files = Vec::new();
+    for entry in fs::read_dir(dir)? {
+        let entry = entry?;
+        let Some(name) = entry.file_name().to_str().map(str::to_owned) else {
+            continue;
+        };
+        let Some(Kind::Offload(ulid)) = classify(&config.prefix, &name) else {
+            continue;
+        };
+        match entry.metadata() {
+            Ok(meta) if meta.is_file() => files.push((ulid, name, meta.len())),
+            _ => {}
+        }
+    }
+    files.sort();
+    Ok(files)
+}
+
+/// Makes room for `files` new files of `bytes` in all under `config.max_files` and
+/// `config.max_bytes`, deleting the oldest LRO files first (`OffloadFileEvicted`). Fails, having
+/// deleted nothing, when the new files alone exceed a cap.
+pub(crate) fn make_room(config: &Config, files: u32, bytes: u64, emit: &mut dyn FnMut(Event)) -> io::Result<()> {
+    let (max_bytes, max_files) = (config.max_bytes, u64::from(config.max_files));
+    if max_bytes == 0 && max_files == 0 {
+        return Ok(());
+    }
+    if max_bytes != 0 && bytes > max_bytes {
+        return Err(io::Error::other(format!(
+            "the result needs {bytes} bytes, more than the offload directory's cap of {max_bytes} (max_bytes)"
+        )));
+    }
+    if max_files != 0 && u64::from(files) > max_files {
+        return Err(io::Error::other(format!(
+            "the result needs {files} files, more than the offload directory's cap of {max_files} (max_files)"
+        )));
+    }
+    let base = config.dir_base();
+    let existing = offload_files(config, if base.is_empty() { "/" } else { base })?;
+    let mut count = existing.len() as u64;
+    let mut total: u64 = existing.iter().map(|f| f.2).sum();
+    for (_, name, size) in existing {
+        let over_files = max_files != 0 && count + u64::from(files) > max_files;
+        let over_bytes = max_bytes != 0 && total.saturating_add(bytes) > max_bytes;
+        if !over_files && !over_bytes {
+            break;
+        }
+        let path = format!("{base}/{name}");
+        match fs::remove_file(&path) {
+            Ok(()) => emit(Event::OffloadFileEvicted {
+                path,
+                bytes: size,
+                cap: if over_files { "max-files" } else { "max-bytes" }.to_owned(),
+            }),
+            // Another process swept or evicted it since we listed it.
+            Err(e) if e.kind() == ErrorKind::NotFound => {}
+            Err(e) => return Err(io::Error::new(e.kind(), format!("making room: deleting {path}: {e}"))),
+        }
+        count -= 1;
+        total = total.saturating_sub(size);
+    }
+    Ok(())
+}
+
 /// Deletes every expired LRO file in `config.dir`: `created + ttl <= now`.
 pub fn sweep(config: &Config, now_ms: u64, emit: &mut dyn FnMut(Event)) -> Result<SweepReport, Error> {
     config.validate()?;
@@ -113,8 +199,8 @@ pub fn sweep(config: &Config, now_ms: u64, emit: &mut dyn FnMut(Event)) -> Resul
     for (name, kind) in ours {
         let path = format!("{base}/{name}");
         let created = match &kind {
-            Kind::Offload(ulid) => header_timestamp(&path).unwrap_or_else(|| ulid.timestamp_ms()),
-            Kind::Temporary(ulid) => ulid.timestamp_ms(),
+            Kind::Offload(ulid) => created_ms(&path, *ulid, header_timestamp(&path)),
+            Kind::Temporary(ulid) => created_ms(&path, *ulid, None),
         };
         let expired = created.saturating_add(ttl_ms);
         if expired > now_ms {

@@ -237,8 +237,21 @@ fn confine(config: &Config, path: &str) -> Result<String, Error> {
     Ok(normal)
 }
 
+/// Reads an offload file. Only a regular file is opened: a FIFO or device wearing an LRO name
+/// would block the open (and a deadline cannot interrupt a blocking open), a directory cannot be
+/// read. The check follows a symlink that stays inside the directory, as the read does.
 fn read(path: &str) -> Result<String, Error> {
-    fs::read_to_string(path).map_err(|e| match e.kind() {
+    let meta = fs::metadata(path).map_err(|e| read_error(path, e))?;
+    if !meta.is_file() {
+        return Err(Error::NotLroFile(format!(
+            "{path} is not a regular file (a directory, FIFO, socket or device); nothing was read"
+        )));
+    }
+    fs::read_to_string(path).map_err(|e| read_error(path, e))
+}
+
+fn read_error(path: &str, e: std::io::Error) -> Error {
+    match e.kind() {
         ErrorKind::NotFound => Error::NotFound(format!("{path} does not exist (it may have expired and been swept)")),
         // The sandbox answers a symlink (or any path) leading out of the directory this way.
         ErrorKind::PermissionDenied => {
@@ -250,7 +263,7 @@ fn read(path: &str) -> Result<String, Error> {
             Error::OutsideDirectory(format!("{path} is a link leading out of it; the sandbox refused it"))
         }
         _ => Error::Io(format!("reading {path}: {e}")),
-    })
+    }
 }
 
 fn check_header(config: &Config, path: &str, header: &str, now_ms: u64) -> Result<Option<Detail>, Error> {
@@ -265,11 +278,18 @@ fn check_header(config: &Config, path: &str, header: &str, now_ms: u64) -> Resul
         Some(level) => Some(Detail::parse(level).ok_or_else(|| not_lro("its header names an unknown detail level"))?),
         None => return Err(not_lro("its header has no detail level")),
     };
-    let created = header
+    let stamped = header
         .get("timestamp")
         .and_then(Value::as_str)
         .and_then(parse_rfc3339_ms)
         .ok_or_else(|| not_lro("its header has no RFC 3339 timestamp"))?;
+    // The same date the custodian goes by, so a file is never readable past the time a sweep
+    // would delete it.
+    let name = path.rsplit('/').next().unwrap_or(path);
+    let created = match custody::classify(&config.prefix, name) {
+        Some(custody::Kind::Offload(ulid)) => custody::created_ms(path, ulid, Some(stamped)),
+        _ => stamped,
+    };
     let expired = created.saturating_add(config.ttl.saturating_mul(1000));
     if expired <= now_ms {
         return Err(Error::Expired(format!(
@@ -456,6 +476,9 @@ struct Output {
     counts: Counts,
     total: u64,
     truncated: bool,
+    /// When the first value alone was over the cap and was cut to its leading parts: what it
+    /// was (`"array"`/`"object"`), the parts shown and the parts it had.
+    cut: Option<(&'static str, usize, usize)>,
 }
 
 impl Output {
@@ -467,6 +490,7 @@ impl Output {
             counts: Counts::default(),
             total: 0,
             truncated: false,
+            cut: None,
         }
     }
 
@@ -500,6 +524,14 @@ impl Output {
             let next = self.counts + Counts::of(&text) + Counts { other: 1, cjk: 0 };
             if next.tokens() > self.limit {
                 self.truncated = true;
+                // One value over the cap (a slurped recipe's array, say) would show nothing at
+                // all: show its leading elements instead, and say how many there were.
+                if self.values.is_empty()
+                    && let Some((part, kind, shown, all)) = leading_part(&text, self.limit)
+                {
+                    self.cut = Some((kind, shown, all));
+                    self.values.push(part);
+                }
             } else {
                 self.counts = next;
                 self.values.push(text);
@@ -515,6 +547,24 @@ impl Output {
                 Some(hint) => format!("[lro_extract: no values: the filter matched nothing. {hint}]"),
                 None => "[lro_extract: no values: the filter matched nothing.]".to_owned(),
             };
+        } else if let Some((kind, shown, all)) = self.cut {
+            let (part, parts) = if kind == "array" {
+                ("element", "elements")
+            } else {
+                ("member", "members")
+            };
+            let others = if self.total > 1 {
+                format!(" It is the first of {} values; the others are not shown.", self.total)
+            } else {
+                String::new()
+            };
+            text.push_str(&format!(
+                "\n[lro_extract: the value is an {kind} of {all} {parts}, over the output cap of {} tokens; \
+                 showing its first {shown} {}.{others} Narrow the query (.[:n], map(...), select(...), \
+                 or fewer fields) or pass a larger limit.]",
+                self.limit,
+                if shown == 1 { part } else { parts },
+            ));
         } else if self.truncated {
             text.push_str(&format!(
                 "\n[lro_extract: showing {} of {} values; the output cap is {} tokens. Narrow the query \
@@ -531,6 +581,80 @@ impl Output {
             truncated: self.truncated,
             text,
         }
+    }
+}
+
+/// The leading elements of an array (members of an object) printed as `text` that fit `limit`
+/// tokens, as JSON of the same kind: (the part, its kind, parts shown, parts in all). None for
+/// other values, or text nested too deeply to take apart.
+fn leading_part(text: &str, limit: u32) -> Option<(String, &'static str, usize, usize)> {
+    use serde_json::value::RawValue;
+    let (kind, parts): (&'static str, Vec<(Option<String>, &RawValue)>) = match text.as_bytes().first() {
+        Some(b'[') => (
+            "array",
+            serde_json::from_str::<Vec<&RawValue>>(text)
+                .ok()?
+                .into_iter()
+                .map(|v| (None, v))
+                .collect(),
+        ),
+        Some(b'{') => (
+            "object",
+            serde_json::from_str::<Members<'_>>(text)
+                .ok()?
+                .0
+                .into_iter()
+                .map(|(k, v)| (Some(crate::json_string(&k)), v))
+                .collect(),
+        ),
+        _ => return None,
+    };
+    let (open, close) = if kind == "array" { ('[', ']') } else { ('{', '}') };
+    let mut part = String::from(open);
+    let mut counts = Counts { other: 3, cjk: 0 };
+    let mut shown = 0;
+    for (key, value) in &parts {
+        let mut item = String::new();
+        if shown > 0 {
+            item.push(',');
+        }
+        if let Some(key) = key {
+            item.push_str(key);
+            item.push(':');
+        }
+        item.push_str(value.get());
+        let next = counts + Counts::of(&item);
+        if next.tokens() > limit {
+            break;
+        }
+        counts = next;
+        part.push_str(&item);
+        shown += 1;
+    }
+    part.push(close);
+    Some((part, kind, shown, parts.len()))
+}
+
+/// An object's members in order, values as raw text (printed as they are).
+struct Members<'a>(Vec<(String, &'a serde_json::value::RawValue)>);
+
+impl<'de: 'a, 'a> serde::Deserialize<'de> for Members<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visit<'a>(std::marker::PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> serde::de::Visitor<'de> for Visit<'a> {
+            type Value = Members<'a>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<M: serde::de::MapAccess<'de>>(self, mut map: M) -> Result<Members<'a>, M::Error> {
+                let mut members = Vec::new();
+                while let Some((k, v)) = map.next_entry::<String, &'de serde_json::value::RawValue>()? {
+                    members.push((k, v));
+                }
+                Ok(Members(members))
+            }
+        }
+        deserializer.deserialize_map(Visit(std::marker::PhantomData))
     }
 }
 
@@ -609,6 +733,153 @@ fn field_names(program: &str) -> Vec<&str> {
         i += 1;
     }
     names
+}
+
+/// The `lro_extract` tool as `tools/list` lists it (MCP `Tool`): name, description and input
+/// schema. The spec's arguments (`file_path`, `recipe`, `query`, `params`) plus `slurp` and
+/// `limit`; the nullable types let a model pass `null` for the one of `recipe`/`query` it does
+/// not use, which SDKs that validate arguments against the schema would otherwise refuse.
+pub fn tool_definition() -> Value {
+    serde_json::json!({
+        "name": "lro_extract",
+        "description": "Query a large tool result that was offloaded to a JSONL file (the descriptor's file_path), \
+            without a shell: run one of its numbered recipes, or a jq filter over its records. Give exactly one of \
+            recipe and query. The answer is capped; when it says so, narrow the query or pass a larger limit.",
+        "inputSchema": {
+            "type": "object",
+            "properties": {
+                "file_path": {
+                    "type": "string",
+                    "description": "The descriptor's file_path: an offloaded JSONL file."
+                },
+                "recipe": {
+                    "type": ["integer", "null"], "minimum": 1, "maximum": 10,
+                    "description": "A recipe number: 1=titles+namespaces, 2=filter namespace, 3=search titles, \
+                        4=IDs+titles, 5=filter type, 6=count by namespace, 7=filter tag, 8=sort by date, \
+                        9 and 10 depend on the detail level (see the descriptor). Not with query."
+                },
+                "query": {
+                    "type": ["string", "null"],
+                    "description": "A jq filter, run once per record, or once over an array of all records \
+                        with slurp. Not with recipe."
+                },
+                "params": {
+                    "type": ["object", "null"],
+                    "description": "Values bound as jq variables, never pasted into the program: a recipe's \
+                        parameters ({\"namespace\": \"_semantic\"}, {\"keyword\": \"...\"}, {\"memory_type\": \"...\"}, \
+                        {\"tag\": \"...\"}, {\"pattern\": \"...\"}), or $name variables of a query."
+                },
+                "slurp": {
+                    "type": ["boolean", "null"],
+                    "description": "For a query: run it once over an array of all records, like jq -s \
+                        (counting, grouping, sorting). Default false."
+                },
+                "limit": {
+                    "type": ["integer", "null"], "minimum": 1,
+                    "description": "The output cap in estimated tokens. Default: the offload threshold."
+                }
+            },
+            "required": ["file_path"],
+            "additionalProperties": false
+        }
+    })
+}
+
+/// Runs `lro_extract` from a `tools/call` request's `arguments` object at time `now_ms`.
+pub fn call_tool(config: &Config, arguments: &str, now_ms: u64) -> Result<Extracted, Error> {
+    let bad = |m: String| Error::InvalidRequest(m);
+    let args = match serde_json::from_str::<Value>(arguments) {
+        Ok(Value::Object(map)) => map,
+        Ok(other) => {
+            return Err(bad(format!(
+                "the arguments must be a JSON object, got {}",
+                crate::TypeName(&other)
+            )));
+        }
+        Err(e) => return Err(bad(format!("the arguments are not valid JSON: {e}"))),
+    };
+    const KNOWN: [&str; 6] = ["file_path", "recipe", "query", "params", "slurp", "limit"];
+    if let Some(unknown) = args.keys().find(|k| !KNOWN.contains(&k.as_str())) {
+        return Err(bad(format!(
+            "unknown argument `{unknown}`; lro_extract takes {}",
+            KNOWN.join(", ")
+        )));
+    }
+    let given = |key: &str| args.get(key).filter(|v| !v.is_null());
+    let path = match given("file_path") {
+        Some(Value::String(p)) => p.as_str(),
+        Some(other) => {
+            return Err(bad(format!(
+                "`file_path` must be a string, got {}",
+                crate::TypeName(other)
+            )));
+        }
+        None => return Err(bad("`file_path` is required: the descriptor's file_path".into())),
+    };
+    // Models sometimes send numbers as strings ("2") or as 2.0: take them when they are whole.
+    let whole = |key: &str, v: &Value| -> Result<u64, Error> {
+        let n = match v {
+            Value::Number(n) => n.as_u64().or_else(|| {
+                n.as_f64()
+                    .filter(|f| f.fract() == 0.0 && *f >= 0.0 && *f < 1e15)
+                    .map(|f| f as u64)
+            }),
+            Value::String(s) => s.trim().parse::<u64>().ok(),
+            _ => None,
+        };
+        n.ok_or_else(|| bad(format!("`{key}` must be a whole number, got {v}")))
+    };
+    let recipe = given("recipe")
+        .map(|v| whole("recipe", v).map(|n| u32::try_from(n).unwrap_or(u32::MAX)))
+        .transpose()?;
+    let query = match given("query") {
+        None => None,
+        Some(Value::String(q)) => Some(q.as_str()),
+        Some(other) => {
+            return Err(bad(format!(
+                "`query` must be a string (a jq filter), got {}",
+                crate::TypeName(other)
+            )));
+        }
+    };
+    // A stringified object is what some clients send for an object argument.
+    let params = match given("params") {
+        None => None,
+        Some(v @ Value::Object(_)) => Some(v.to_string()),
+        Some(Value::String(text)) if text.trim_start().starts_with('{') => Some(text.clone()),
+        Some(other) => {
+            return Err(bad(format!(
+                "`params` must be an object such as {{\"namespace\": \"_semantic\"}}, got {}",
+                crate::TypeName(other)
+            )));
+        }
+    };
+    let slurp = match given("slurp") {
+        None => false,
+        Some(Value::Bool(b)) => *b,
+        Some(Value::String(t)) if t == "true" || t == "false" => t == "true",
+        Some(other) => {
+            return Err(bad(format!(
+                "`slurp` must be true or false, got {}",
+                crate::TypeName(other)
+            )));
+        }
+    };
+    let limit = given("limit")
+        .map(|v| whole("limit", v).map(|n| u32::try_from(n).unwrap_or(u32::MAX)))
+        .transpose()?;
+    if limit == Some(0) {
+        return Err(bad("`limit` must be at least 1".into()));
+    }
+    let request = ExtractRequest {
+        path,
+        recipe,
+        query,
+        params: params.as_deref(),
+        slurp,
+        limit,
+    };
+    extract(config, &request, now_ms)
 }
 
 #[cfg(test)]

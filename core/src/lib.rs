@@ -23,7 +23,7 @@ use std::fmt;
 
 pub use custody::{SweepFailure, SweepReport, sweep};
 pub use estimate::estimate;
-pub use extract::{ExtractRequest, Extracted, extract, query};
+pub use extract::{ExtractRequest, Extracted, call_tool, extract, query, tool_definition};
 pub use offload::offload;
 
 /// The memory operation that produced a result set.
@@ -110,7 +110,7 @@ pub enum DescriptorStyle {
 pub enum RecipeLibrary {
     /// The spec v2 library: recipes 9 and 10 adapt to the detail level.
     V2,
-    /// The older MIF v1 list (`spec/mif-lro-v1.md`), the same at every level.
+    /// The older MIF v1 list (the LRO section of the MIF v1 documentation), the same at every level.
     V1,
 }
 
@@ -137,7 +137,18 @@ pub struct Config {
     pub recipes: RecipeLibrary,
     /// Per-tool settings for the MCP-level interceptor.
     pub tools: Vec<mcp::ToolSettings>,
+    /// Cap on the bytes of all LRO files in `dir`; 0 means none.
+    pub max_bytes: u64,
+    /// Cap on the number of LRO files in `dir`; 0 means none.
+    pub max_files: u32,
+    /// Set by the host when `dir` failed its checks: nothing is written, offloads degrade.
+    pub dir_problem: Option<String>,
 }
+
+/// Default of [`Config::max_bytes`]: 1 GiB.
+pub const DEFAULT_MAX_BYTES: u64 = 1 << 30;
+/// Default of [`Config::max_files`].
+pub const DEFAULT_MAX_FILES: u32 = 1000;
 
 impl Default for Config {
     fn default() -> Self {
@@ -152,6 +163,9 @@ impl Default for Config {
             schema_version: "0.1".to_owned(),
             recipes: RecipeLibrary::V2,
             tools: Vec::new(),
+            max_bytes: DEFAULT_MAX_BYTES,
+            max_files: DEFAULT_MAX_FILES,
+            dir_problem: None,
         }
     }
 }
@@ -294,6 +308,15 @@ pub enum Event {
         created: u64,
         /// Expired, ms since the epoch.
         expired: u64,
+    },
+    /// A file was deleted early to keep the directory within its caps.
+    OffloadFileEvicted {
+        /// File path.
+        path: String,
+        /// Its size.
+        bytes: u64,
+        /// `max-bytes` or `max-files`.
+        cap: String,
     },
 }
 

@@ -57,6 +57,8 @@ pub enum PassReason {
     NonTextContent,
     /// A downstream LRO proxy offloads.
     Proxied,
+    /// An `inject_context` result of text only: budgeted already, no records to offload.
+    BudgetedText,
 }
 
 /// What to forward (the WIT `tool-outcome` variant).
@@ -135,12 +137,6 @@ pub fn intercept(config: &Config, call: &ToolCall<'_>, emit: &mut dyn FnMut(Even
     let enabled = settings.and_then(|t| t.enabled).unwrap_or(config.enabled);
     let threshold = settings.and_then(|t| t.threshold).unwrap_or(config.threshold);
 
-    let without_meta = serde_json::to_string(&WithoutMeta(&result)).expect("a Map always serialises");
-    let tokens = Counts::of(&without_meta).tokens();
-    let unchanged = |reason| Ok(ToolOutcome::Unchanged { reason, tokens });
-    if result.get("isError").and_then(Value::as_bool) == Some(true) {
-        return unchanged(PassReason::ErrorResult);
-    }
     let content = match result.get("content") {
         None | Some(Value::Null) => Vec::new(),
         Some(Value::Array(items)) => items.clone(),
@@ -151,41 +147,60 @@ pub fn intercept(config: &Config, call: &ToolCall<'_>, emit: &mut dyn FnMut(Even
             )));
         }
     };
+    let blocks: Vec<&str> = content
+        .iter()
+        .filter_map(|c| c.get("text").and_then(Value::as_str))
+        .collect();
+    let text = blocks.join("\n");
+    // One estimate, of what the model reads: the text content, or the structured content when
+    // there is no text. The decision and the descriptor both carry it.
+    let structured = result.get("structuredContent").filter(|v| !v.is_null());
+    let mut tokens = match (blocks.is_empty(), structured) {
+        (true, Some(value)) => estimate_value(value),
+        _ => Counts::of(&text).tokens(),
+    };
+    let unchanged = |reason, tokens| Ok(ToolOutcome::Unchanged { reason, tokens });
+    if result.get("isError").and_then(Value::as_bool) == Some(true) {
+        return unchanged(PassReason::ErrorResult, tokens);
+    }
     if content
         .iter()
         .any(|c| c.get("type").and_then(Value::as_str) != Some("text"))
     {
-        return unchanged(PassReason::NonTextContent);
+        return unchanged(PassReason::NonTextContent, tokens);
     }
     if meta.as_ref().is_some_and(proxied) {
-        return unchanged(PassReason::Proxied);
+        return unchanged(PassReason::Proxied, tokens);
     }
     if !enabled {
-        return unchanged(PassReason::Disabled);
+        return unchanged(PassReason::Disabled, tokens);
+    }
+    let operation = memory_operation(call.tool);
+    let mut data = None;
+    if operation == Some(Operation::Inject) {
+        // inject_context decides on the pre-budget records (spec), not on the budgeted text the
+        // model would read; without records there is nothing to offload.
+        let found = data_of(structured, &blocks, &text);
+        match &found {
+            Data::Json(value) if let Some(records) = memory_records(value) => {
+                let records = serde_json::to_string(records).map_err(|e| Error::InvalidInput(e.to_string()))?;
+                tokens = Counts::of(&records).tokens();
+            }
+            _ => return unchanged(PassReason::BudgetedText, tokens),
+        }
+        data = Some(found);
     }
     if tokens <= threshold {
-        return unchanged(PassReason::UnderThreshold);
+        return unchanged(PassReason::UnderThreshold, tokens);
     }
+    // This tool's settings decided; what follows offloads at its threshold.
     let config = Config {
+        enabled: true,
         threshold,
         ..config.clone()
     };
-
-    // The data: structured content if any, else the text content, parsed as JSON if it is JSON.
-    let text: String = content
-        .iter()
-        .filter_map(|c| c.get("text").and_then(Value::as_str))
-        .collect::<Vec<_>>()
-        .join("\n");
-    let data = match result.get("structuredContent") {
-        Some(v) if !v.is_null() => Data::Json(v.clone()),
-        _ => match serde_json::from_str::<Value>(&text) {
-            Ok(v) if v.is_array() || v.is_object() => Data::Json(v),
-            _ => Data::Text(text.clone()),
-        },
-    };
-
-    if let (Some(operation), Data::Json(value)) = (memory_operation(call.tool), &data)
+    let data = data.unwrap_or_else(|| data_of(structured, &blocks, &text));
+    if let (Some(operation), Data::Json(value)) = (operation, &data)
         && let Some(records) = memory_records(value)
     {
         return memory(
@@ -202,13 +217,75 @@ pub fn intercept(config: &Config, call: &ToolCall<'_>, emit: &mut dyn FnMut(Even
     generic(&config, call.tool, settings, data, &mut result, tokens, emit)
 }
 
-/// A result serialised without its `_meta` (what the estimate covers), without copying it.
-struct WithoutMeta<'a>(&'a Map<String, Value>);
-
-impl serde::Serialize for WithoutMeta<'_> {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.collect_map(self.0.iter().filter(|(k, _)| k.as_str() != "_meta"))
+/// The data of a result, as the SDKs send it: structured content (unwrapped when it is a
+/// single-key wrapper of JSON text, as the Python SDK makes of a tool returning `str`), else the
+/// text content parsed as JSON, else one JSON value per text block (the Python SDK's shape for
+/// a tool returning a list), else plain text.
+fn data_of(structured: Option<&Value>, blocks: &[&str], text: &str) -> Data {
+    let parsed = |t: &str| serde_json::from_str::<Value>(t).ok();
+    if let Some(value) = structured {
+        if let Some(inner) = wrapped_text(value).and_then(parsed)
+            && (inner.is_array() || inner.is_object())
+        {
+            return Data::Json(inner);
+        }
+        return Data::Json(value.clone());
     }
+    if let Some(v) = parsed(text).filter(|v| v.is_array() || v.is_object()) {
+        return Data::Json(v);
+    }
+    if blocks.len() > 1
+        && let Some(values) = blocks.iter().map(|b| parsed(b)).collect::<Option<Vec<Value>>>()
+    {
+        return Data::Json(Value::Array(values));
+    }
+    Data::Text(text.to_owned())
+}
+
+/// The string of a single-key object such as `{"result": "..."}`.
+fn wrapped_text(value: &Value) -> Option<&str> {
+    match value {
+        Value::Object(map) if map.len() == 1 => map.values().next()?.as_str(),
+        _ => None,
+    }
+}
+
+/// Rewrites a `tools/list` result's `tools` array (the WIT `rewrite-tools`): no `outputSchema`
+/// on a tool whose results may be offloaded, and `lro_extract` appended when `config.native`.
+pub fn rewrite_tools(config: &Config, tools: &str) -> Result<String, Error> {
+    config.validate()?;
+    let mut tools = match serde_json::from_str::<Value>(tools) {
+        Ok(Value::Array(items)) => items,
+        Ok(other) => {
+            return Err(Error::InvalidInput(format!(
+                "tools must be a JSON array of tools, got {}",
+                TypeName(&other)
+            )));
+        }
+        Err(e) => return Err(Error::InvalidInput(format!("tools is not valid JSON: {e}"))),
+    };
+    for (i, tool) in tools.iter_mut().enumerate() {
+        let Some(name) = tool.get("name").and_then(Value::as_str).map(str::to_owned) else {
+            return Err(Error::InvalidInput(format!(
+                "tools[{i}] is not a tool: it needs a string `name`"
+            )));
+        };
+        if name == "lro_extract" {
+            return Err(Error::InvalidInput(
+                "the server already has a tool named lro_extract; lro cannot add its own under that name".into(),
+            ));
+        }
+        let settings = config.tools.iter().find(|t| t.name == name);
+        if settings.and_then(|t| t.enabled).unwrap_or(config.enabled)
+            && let Some(map) = tool.as_object_mut()
+        {
+            map.remove("outputSchema");
+        }
+    }
+    if config.native {
+        tools.push(crate::extract::tool_definition());
+    }
+    Ok(Value::Array(tools).to_string())
 }
 
 /// True when the request says a downstream LRO proxy will offload: the 2026-07-28 `_meta`
@@ -245,7 +322,7 @@ fn memory_operation(tool: &str) -> Option<Operation> {
 fn memory_records(value: &Value) -> Option<&Vec<Value>> {
     let records = match value {
         Value::Array(items) => items,
-        Value::Object(map) => ["memories", "results", "hits", "records"]
+        Value::Object(map) => ["memories", "results", "hits", "records", "result"]
             .iter()
             .find_map(|k| map.get(*k)?.as_array())?,
         _ => return None,
@@ -279,12 +356,8 @@ fn memory(
         records: &records,
         text: inject_text,
     };
-    // The record-level estimate is of the records alone; the decision was made on the whole result.
-    let config = Config {
-        threshold: 0,
-        ..config.clone()
-    };
-    match offload::offload(&config, &request, emit)? {
+    // The decision was made on what the model would read; the descriptor carries that estimate.
+    match offload::offload_estimated(config, &request, Some(tokens), emit)? {
         Outcome::Offloaded { descriptor, path, .. } => {
             let value: Value = serde_json::from_str(&descriptor).expect("the descriptor is JSON");
             Ok(ToolOutcome::Offloaded {
@@ -300,16 +373,29 @@ fn memory(
                 warning,
             })
         }
-        Outcome::Inline { .. } => unreachable!("a zero threshold always offloads"),
+        // Not reached: the estimate given is over the threshold. Forwarding the original is
+        // the safe answer should that ever change.
+        Outcome::Inline { .. } => Ok(ToolOutcome::Unchanged {
+            reason: PassReason::UnderThreshold,
+            tokens,
+        }),
     }
 }
 
 /// The result with its content replaced by `text`, and its structured content (if it had any)
-/// by `value`; every other field (`_meta`, `resultType`, ...) stays as it was.
+/// by `value`; every other field (`_meta`, `resultType`, ...) stays as it was. Structured content
+/// that was a single-key wrapper of text (`{"result": "..."}`) stays one, holding `text`, so it
+/// still matches the schema such a wrapper comes with.
 fn replace(result: &mut Map<String, Value>, text: &str, value: Value) -> String {
     result.insert("content".into(), json!([{"type": "text", "text": text}]));
-    if result.get("structuredContent").is_some_and(|v| !v.is_null()) {
-        result.insert("structuredContent".into(), value);
+    if let Some(structured) = result.get_mut("structuredContent").filter(|v| !v.is_null()) {
+        *structured = match structured {
+            Value::Object(map) if map.len() == 1 && map.values().all(Value::is_string) => {
+                let key = map.keys().next().cloned().unwrap_or_default();
+                json!({ key: text })
+            }
+            _ => value,
+        };
     }
     Value::Object(std::mem::take(result)).to_string()
 }
@@ -464,8 +550,8 @@ fn generic(
     let ulid = Ulid::generate();
     let tool_name = sanitize(tool, 40);
     let mut used_names = HashSet::new();
-    let mut files = Vec::new();
-    let mut failure = None;
+    // Every file's text first: the storage caps are checked for all of them at once.
+    let mut planned = Vec::new();
     for section in &sections {
         let mut section_name = sanitize(&section.key, 24);
         while !used_names.insert(section_name.clone()) {
@@ -473,7 +559,6 @@ fn generic(
         }
         let operation = format!("{tool_name}-{section_name}");
         let name = format!("{}-{operation}-{ulid}.jsonl", config.prefix);
-        let path = format!("{}/{name}", config.dir_base());
         let lines: Vec<String> = section.lines.iter().map(Value::to_string).collect();
         let section_tokens = lines.iter().fold(Counts::default(), |c, l| c + Counts::of(l)).tokens();
         let header = json!({
@@ -482,12 +567,27 @@ fn generic(
             "estimated_tokens": section_tokens, "detail": "generic", "tool": tool, "section": section.key,
         })
         .to_string();
-        match offload::write_atomically(config, &name, &header, lines.iter().map(String::as_str)) {
-            Ok(bytes) => files.push((path, lines.len(), section_tokens, bytes, operation)),
-            Err(e) => {
-                failure = Some(format!("writing {path}: {e}"));
-                break;
-            }
+        planned.push((name, operation, header, lines, section_tokens));
+    }
+    let size: u64 = planned
+        .iter()
+        .map(|(_, _, header, lines, _)| offload::file_size(header, lines.iter().map(String::as_str)))
+        .sum();
+    let mut files = Vec::new();
+    let mut failure = offload::prepare_write(config, u32::try_from(planned.len()).unwrap_or(u32::MAX), size, emit)
+        .err()
+        .map(|e| match planned.first() {
+            Some((name, ..)) => format!("writing {}/{name}: {e}", config.dir_base()),
+            None => format!("writing into {}: {e}", config.dir_base()),
+        });
+    for (name, operation, header, lines, section_tokens) in &planned {
+        if failure.is_some() {
+            break;
+        }
+        let path = format!("{}/{name}", config.dir_base());
+        match offload::write_atomically(config, name, header, lines.iter().map(String::as_str)) {
+            Ok(bytes) => files.push((path, lines.len(), *section_tokens, bytes, operation.clone())),
+            Err(e) => failure = Some(format!("writing {path}: {e}")),
         }
     }
     if let Some(error) = failure {

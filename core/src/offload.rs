@@ -6,8 +6,7 @@
 
 use std::borrow::Cow;
 use std::collections::HashMap;
-use std::fs::{self, File, OpenOptions};
-use std::io::{self, BufWriter, Write};
+use std::io;
 
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
@@ -43,6 +42,8 @@ struct Record<'a> {
     line: Option<Cow<'a, str>>,
     namespace: Option<String>,
     score: Option<f64>,
+    /// The richest detail level its members show (see [`compact::Scan::level`]).
+    level: u8,
 }
 
 impl Record<'_> {
@@ -53,6 +54,18 @@ impl Record<'_> {
 
 /// Intercepts one result set. Events go to `emit` before this returns.
 pub fn offload(config: &Config, request: &Request<'_>, emit: &mut dyn FnMut(Event)) -> Result<Outcome, Error> {
+    offload_estimated(config, request, None, emit)
+}
+
+/// [`offload`], with the estimate given by the caller instead of made from the records: the
+/// MCP-level interceptor decides on what the model would read, and the descriptor must carry
+/// that same number.
+pub(crate) fn offload_estimated(
+    config: &Config,
+    request: &Request<'_>,
+    estimate: Option<u32>,
+    emit: &mut dyn FnMut(Event),
+) -> Result<Outcome, Error> {
     config.validate()?;
     match (request.operation, request.text) {
         (Operation::Inject, None) => {
@@ -78,7 +91,7 @@ pub fn offload(config: &Config, request: &Request<'_>, emit: &mut dyn FnMut(Even
     for record in &records {
         counts = counts + Counts::of(&record.inline);
     }
-    let tokens = counts.tokens();
+    let tokens = estimate.unwrap_or_else(|| counts.tokens());
 
     if !config.enabled || tokens <= config.threshold {
         let text = match request.text {
@@ -88,14 +101,23 @@ pub fn offload(config: &Config, request: &Request<'_>, emit: &mut dyn FnMut(Even
         return Ok(Outcome::Inline { text, tokens });
     }
 
-    let detail = request.detail.unwrap_or(request.operation.default_detail());
+    // The header, schema and recipes describe what is in the file: the richest level the
+    // records show, whatever level the call asked for (a server may send more or less).
+    let detail = match records.iter().map(|r| r.level).max().unwrap_or(0) {
+        0 => Detail::Light,
+        1 => Detail::Medium,
+        _ => Detail::Full,
+    };
     let ulid = Ulid::generate();
     let operation = request.operation.as_str();
     let name = format!("{}-{operation}-{ulid}.jsonl", config.prefix);
     let path = format!("{}/{name}", config.dir_base());
     let header = header_line(config, request, detail, records.len(), tokens, ulid.timestamp_ms());
+    let size = file_size(&header, records.iter().map(Record::line));
 
-    match write_atomically(config, &name, &header, records.iter().map(Record::line)) {
+    let written = prepare_write(config, 1, size, emit)
+        .and_then(|()| write_atomically(config, &name, &header, records.iter().map(Record::line)));
+    match written {
         Ok(bytes) => {
             let count = len_u32(records.len());
             let descriptor = descriptor(config, request.operation, detail, &path, &records, tokens);
@@ -168,15 +190,17 @@ fn parse_records(text: &str) -> Result<Vec<Record<'_>>, Error> {
 }
 
 fn to_record(i: usize, raw: &str) -> Result<Record<'_>, Error> {
+    let unusable = |e: String| Error::InvalidInput(format!("records[{i}] cannot be written as JSON: {e}"));
     let scan = compact::scan(raw);
-    let inline = compacted(raw, scan.compact);
+    let inline = compacted(raw, scan.compact).map_err(unusable)?;
     match scan.memory {
         Some(memory) if memory.starts_with('{') => {
             let score = match scan.score {
                 None | Some("null") => None,
-                Some(number) if compact::type_name(number) == "a number" => {
-                    Some(serde_json::from_str::<f64>(number).expect("the parser accepted this number"))
-                }
+                Some(number) if compact::type_name(number) == "a number" => Some(
+                    serde_json::from_str::<f64>(number)
+                        .map_err(|e| Error::InvalidInput(format!("records[{i}].score is not a usable number: {e}")))?,
+                ),
                 Some(other) => {
                     return Err(Error::InvalidInput(format!(
                         "records[{i}].score is {}; a search hit's score must be a number",
@@ -186,9 +210,10 @@ fn to_record(i: usize, raw: &str) -> Result<Record<'_>, Error> {
             };
             let memory_scan = compact::scan(memory);
             Ok(Record {
-                line: Some(compacted(memory, memory_scan.compact)),
+                line: Some(compacted(memory, memory_scan.compact).map_err(unusable)?),
                 namespace: namespace_of(memory_scan.namespace),
                 score,
+                level: memory_scan.level,
                 inline,
             })
         }
@@ -196,6 +221,7 @@ fn to_record(i: usize, raw: &str) -> Result<Record<'_>, Error> {
             namespace: namespace_of(scan.namespace),
             score: None,
             line: None,
+            level: scan.level,
             inline,
         }),
     }
@@ -203,7 +229,7 @@ fn to_record(i: usize, raw: &str) -> Result<Record<'_>, Error> {
 
 fn namespace_of(raw: Option<&str>) -> Option<String> {
     raw.filter(|r| r.starts_with('"'))
-        .map(|r| serde_json::from_str(r).expect("the parser accepted this string"))
+        .and_then(|r| serde_json::from_str(r).ok())
 }
 
 fn join_array<'a>(items: impl Iterator<Item = &'a str>) -> String {
@@ -240,8 +266,24 @@ fn header_line(
     .to_string()
 }
 
+/// The size of the file `header` and `lines` make.
+pub(crate) fn file_size<'a>(header: &str, lines: impl Iterator<Item = &'a str>) -> u64 {
+    lines.fold(header.len() as u64 + 1, |n, l| n + l.len() as u64 + 1)
+}
+
+/// Checks that `files` new files of `bytes` in all may be written: the host found the directory
+/// usable, and the storage caps leave room once the oldest files are evicted.
+pub(crate) fn prepare_write(config: &Config, files: u32, bytes: u64, emit: &mut dyn FnMut(Event)) -> io::Result<()> {
+    if let Some(problem) = &config.dir_problem {
+        return Err(io::Error::other(problem.clone()));
+    }
+    crate::custody::make_room(config, files, bytes, emit)
+}
+
 /// Writes header and lines to a hidden temporary name, then renames it into place, so a reader
 /// (or a sweep) never sees a partial file. Returns the file size. Used for every offload file.
+/// On failure nothing is left behind, and the error names the operating system's reason (disk
+/// full, read-only file system, file too large, ...).
 pub(crate) fn write_atomically<'a>(
     config: &Config,
     name: &str,
@@ -249,36 +291,179 @@ pub(crate) fn write_atomically<'a>(
     lines: impl Iterator<Item = &'a str>,
 ) -> io::Result<u64> {
     let base = config.dir_base();
-    let tmp = format!("{base}/.{name}.tmp");
-    let path = format!("{base}/{name}");
-    let file = OpenOptions::new().write(true).create_new(true).open(&tmp)?;
-    let result = write_lines(file, header, lines).and_then(|bytes| {
+    let tmp = format!(".{name}.tmp");
+    let mut file = sink::Dir::open(base)?.create(&tmp)?;
+    let result = write_lines(&mut file, header, lines).and_then(|bytes| {
         // rename() replaces an existing file; a ULID clash is astronomically unlikely, but
         // refusing it keeps the no-lost-data promise unconditional.
-        if fs::symlink_metadata(&path).is_ok() {
+        if file.dir().exists(name) {
             return Err(io::Error::new(io::ErrorKind::AlreadyExists, "the file name is taken"));
         }
-        fs::rename(&tmp, &path)?;
+        file.dir().rename(&tmp, name)?;
         Ok(bytes)
     });
     if result.is_err() {
-        let _ = fs::remove_file(&tmp);
+        file.dir().remove(&tmp);
     }
     result
 }
 
-fn write_lines<'a>(file: File, header: &str, lines: impl Iterator<Item = &'a str>) -> io::Result<u64> {
-    let mut out = BufWriter::with_capacity(256 * 1024, file);
+fn write_lines<'a>(file: &mut sink::File, header: &str, lines: impl Iterator<Item = &'a str>) -> io::Result<u64> {
+    const CHUNK: usize = 256 * 1024;
+    let mut buf = Vec::with_capacity(CHUNK + 4096);
     let mut bytes = header.len() as u64 + 1;
-    out.write_all(header.as_bytes())?;
-    out.write_all(b"\n")?;
+    buf.extend_from_slice(header.as_bytes());
+    buf.push(b'\n');
     for line in lines {
-        out.write_all(line.as_bytes())?;
-        out.write_all(b"\n")?;
+        buf.extend_from_slice(line.as_bytes());
+        buf.push(b'\n');
         bytes += line.len() as u64 + 1;
+        if buf.len() >= CHUNK {
+            file.write_all(&buf)?;
+            buf.clear();
+        }
     }
-    out.into_inner().map_err(|e| e.into_error())?.flush()?;
+    file.write_all(&buf)?;
     Ok(bytes)
+}
+
+/// Where offload files are written: `std::fs` natively; in the component, `wasi:filesystem`
+/// descriptors, because wasi-libc turns every failed stream write into a bare EIO ("I/O error"),
+/// while a descriptor write returns the real error code.
+#[cfg(not(all(target_os = "wasi", target_env = "p2")))]
+mod sink {
+    use std::fs::{self, OpenOptions};
+    use std::io::{self, Write};
+
+    pub(crate) struct Dir(String);
+    pub(crate) struct File(fs::File, Dir);
+
+    impl Dir {
+        pub(crate) fn open(base: &str) -> io::Result<Dir> {
+            Ok(Dir(base.to_owned()))
+        }
+        fn path(&self, name: &str) -> String {
+            format!("{}/{name}", self.0)
+        }
+        pub(crate) fn create(self, name: &str) -> io::Result<File> {
+            let file = OpenOptions::new().write(true).create_new(true).open(self.path(name))?;
+            Ok(File(file, self))
+        }
+        pub(crate) fn exists(&self, name: &str) -> bool {
+            fs::symlink_metadata(self.path(name)).is_ok()
+        }
+        pub(crate) fn rename(&self, from: &str, to: &str) -> io::Result<()> {
+            fs::rename(self.path(from), self.path(to))
+        }
+        pub(crate) fn remove(&self, name: &str) {
+            let _ = fs::remove_file(self.path(name));
+        }
+    }
+
+    impl File {
+        pub(crate) fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
+            self.0.write_all(buf)
+        }
+        pub(crate) fn dir(&self) -> &Dir {
+            &self.1
+        }
+    }
+}
+
+#[cfg(all(target_os = "wasi", target_env = "p2"))]
+mod sink {
+    use std::io;
+
+    use wasip2::filesystem::preopens;
+    use wasip2::filesystem::types::{Descriptor, DescriptorFlags, ErrorCode, OpenFlags, PathFlags};
+
+    pub(crate) struct Dir(Descriptor);
+    pub(crate) struct File {
+        file: Descriptor,
+        offset: u64,
+        dir: Dir,
+    }
+
+    impl Dir {
+        /// The preopened directory mounted at `base`: the host mounts the offload directory at
+        /// its own absolute path.
+        pub(crate) fn open(base: &str) -> io::Result<Dir> {
+            preopens::get_directories()
+                .into_iter()
+                .find(|(_, path)| path.trim_end_matches('/') == base)
+                .map(|(dir, _)| Dir(dir))
+                .ok_or_else(|| {
+                    io::Error::new(
+                        io::ErrorKind::NotFound,
+                        "the offload directory is not open to the component",
+                    )
+                })
+        }
+        pub(crate) fn create(self, name: &str) -> io::Result<File> {
+            let file = self
+                .0
+                .open_at(
+                    PathFlags::empty(),
+                    name,
+                    OpenFlags::CREATE | OpenFlags::EXCLUSIVE,
+                    DescriptorFlags::WRITE,
+                )
+                .map_err(error)?;
+            Ok(File {
+                file,
+                offset: 0,
+                dir: self,
+            })
+        }
+        pub(crate) fn exists(&self, name: &str) -> bool {
+            self.0.stat_at(PathFlags::empty(), name).is_ok()
+        }
+        pub(crate) fn rename(&self, from: &str, to: &str) -> io::Result<()> {
+            self.0.rename_at(from, &self.0, to).map_err(error)
+        }
+        pub(crate) fn remove(&self, name: &str) {
+            let _ = self.0.unlink_file_at(name);
+        }
+    }
+
+    impl File {
+        pub(crate) fn write_all(&mut self, mut buf: &[u8]) -> io::Result<()> {
+            while !buf.is_empty() {
+                let n = self.file.write(buf, self.offset).map_err(error)?;
+                if n == 0 {
+                    return Err(io::Error::new(
+                        io::ErrorKind::WriteZero,
+                        "the file system wrote nothing",
+                    ));
+                }
+                let n = usize::try_from(n).unwrap_or(buf.len()).min(buf.len());
+                self.offset += n as u64;
+                buf = &buf[n..];
+            }
+            Ok(())
+        }
+        pub(crate) fn dir(&self) -> &Dir {
+            &self.dir
+        }
+    }
+
+    /// The error code as the operating system would name it.
+    fn error(code: ErrorCode) -> io::Error {
+        use io::ErrorKind as K;
+        let (kind, text) = match code {
+            ErrorCode::InsufficientSpace => (K::StorageFull, "no space left on device"),
+            ErrorCode::ReadOnly => (K::ReadOnlyFilesystem, "read-only file system"),
+            ErrorCode::FileTooLarge => (K::FileTooLarge, "file too large"),
+            ErrorCode::Quota => (K::QuotaExceeded, "disk quota exceeded"),
+            ErrorCode::Exist => (K::AlreadyExists, "file exists"),
+            ErrorCode::NoEntry => (K::NotFound, "no such file or directory"),
+            ErrorCode::Access => (K::PermissionDenied, "permission denied"),
+            ErrorCode::NotPermitted => (K::PermissionDenied, "operation not permitted"),
+            ErrorCode::Io => (K::Other, "input/output error"),
+            other => return io::Error::other(format!("{other:?}")),
+        };
+        io::Error::new(kind, text)
+    }
 }
 
 fn top_namespaces<'a>(records: &'a [Record<'_>]) -> Vec<&'a str> {
@@ -507,8 +692,9 @@ mod tests {
             panic!("{out:?}")
         };
         assert_eq!(count, 30);
-        let text = fs::read_to_string(&path).unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
         assert!(!text.contains("score"));
+        assert!(text.starts_with("{\"type\":\"lro_header\""));
         let second: Value = serde_json::from_str(text.lines().nth(1).unwrap()).unwrap();
         assert_eq!(second, memory(0, "_episodic/y"));
         let d: Value = serde_json::from_str(&descriptor).unwrap();
@@ -525,6 +711,7 @@ mod tests {
                 line: None,
                 namespace: Some((*n).into()),
                 score: None,
+                level: 0,
             })
             .collect();
         assert_eq!(top_namespaces(&records), ["a", "b", "f", "c", "d"]);

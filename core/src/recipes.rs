@@ -1,10 +1,11 @@
 //! The v2 jq recipe library, line schemas per detail level, and shell quoting.
 //!
-//! The programs are those of `spec/README.md`, made robust to missing fields: where a field
-//! may be absent or null (`.namespace`, `.title`, `.content`, `.confidence`), the program
-//! supplies a neutral value with `//`, as the spec's recipe 7 already does for `.tags`, so that
-//! one odd record cannot stop jq 1.6 with an error. Recipes 1 to 8 use light fields only; 9
-//! and 10 adapt to the detail level; none references `.score`.
+//! The programs are the spec's v2 library (listed in `docs/FORMAT.md`), made robust to missing
+//! fields: where a field a program tests or does arithmetic on may be absent or null
+//! (`.namespace`, `.title`, `.content`, `.confidence`), the program supplies a neutral value with
+//! `//`, as the spec's recipe 7 already does for `.tags`, so that one odd record cannot stop jq
+//! 1.6 with an error. Recipes 1 to 8 use light fields only; 9 and 10 adapt to the detail level;
+//! none references `.score`. The shell command runs the very same program.
 
 use serde_json::{Value, json};
 
@@ -32,7 +33,7 @@ const UNIVERSAL: [Row; 8] = [
     (
         2,
         "Filter by namespace prefix",
-        "select(.namespace | startswith($namespace))",
+        "select((.namespace // \"\") | startswith($namespace))",
         false,
         false,
         &[("namespace", "_semantic")],
@@ -40,7 +41,7 @@ const UNIVERSAL: [Row; 8] = [
     (
         3,
         "Search titles by keyword",
-        "select(.title | test($keyword; \"i\"))",
+        "select((.title // \"\") | test($keyword; \"i\"))",
         false,
         false,
         &[("keyword", "keyword")],
@@ -83,7 +84,7 @@ const UNIVERSAL: [Row; 8] = [
 const CONTENT_SEARCH: Row = (
     10,
     "Full-text search in content (.content)",
-    "select(.content | test($pattern; \"i\"))",
+    "select((.content // \"\") | test($pattern; \"i\"))",
     false,
     false,
     &[("pattern", "pattern")],
@@ -113,7 +114,7 @@ fn adaptive(detail: Detail) -> [Row; 2] {
             (
                 9,
                 "Sort by confidence desc (.confidence)",
-                "sort_by(-.confidence)",
+                "sort_by(-(.confidence // 0))",
                 true,
                 false,
                 &[],
@@ -124,7 +125,7 @@ fn adaptive(detail: Detail) -> [Row; 2] {
             (
                 9,
                 "Sort by confidence desc (.provenance.confidence)",
-                "sort_by(-.provenance.confidence)",
+                "sort_by(-(.provenance.confidence // 0))",
                 true,
                 false,
                 &[],
@@ -356,14 +357,14 @@ mod tests {
                 .iter()
                 .all(|r| !r.program.contains("content") && !r.program.contains("confidence"))
         );
-        assert_eq!(recipes(Detail::Medium, None)[8].program, "sort_by(-.confidence)");
+        assert_eq!(recipes(Detail::Medium, None)[8].program, "sort_by(-(.confidence // 0))");
         assert_eq!(
             recipes(Detail::Full, None)[8].program,
-            "sort_by(-.provenance.confidence)"
+            "sort_by(-(.provenance.confidence // 0))"
         );
         assert_eq!(
             recipes(Detail::Full, None)[9].program,
-            "select(.content | test($pattern; \"i\"))"
+            "select((.content // \"\") | test($pattern; \"i\"))"
         );
     }
 
@@ -376,7 +377,7 @@ mod tests {
         );
         assert_eq!(
             list[1].command,
-            "tail -n +2 {file} | jq 'select(.namespace | startswith(\"_semantic\"))'"
+            "tail -n +2 {file} | jq 'select((.namespace // \"\") | startswith(\"_semantic\"))'"
         );
         assert_eq!(
             list[5].command,

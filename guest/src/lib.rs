@@ -39,6 +39,9 @@ fn config(c: types::Config) -> lro_core::Config {
                 inline_keys: t.inline_keys,
             })
             .collect(),
+        max_bytes: c.max_bytes,
+        max_files: c.max_files,
+        dir_problem: c.dir_problem,
     }
 }
 
@@ -105,6 +108,9 @@ fn emit(event: lro_core::Event) {
         }),
         lro_core::Event::OffloadFileExpired { path, created, expired } => {
             events::Event::OffloadFileExpired(events::OffloadFileExpired { path, created, expired })
+        }
+        lro_core::Event::OffloadFileEvicted { path, bytes, cap } => {
+            events::Event::OffloadFileEvicted(events::OffloadFileEvicted { path, bytes, cap })
         }
     };
     events::emit(&event);
@@ -192,6 +198,7 @@ impl interceptor::Guest for Lro {
                     PassReason::ErrorResult => interceptor::PassReason::ErrorResult,
                     PassReason::NonTextContent => interceptor::PassReason::NonTextContent,
                     PassReason::Proxied => interceptor::PassReason::Proxied,
+                    PassReason::BudgetedText => interceptor::PassReason::BudgetedText,
                 };
                 interceptor::ToolOutcome::Unchanged(interceptor::ToolUnchanged { reason, tokens })
             }
@@ -204,9 +211,20 @@ impl interceptor::Guest for Lro {
         })
     }
 
+    fn rewrite_tools(c: types::Config, tools: String) -> Result<String, types::Error> {
+        lro_core::mcp::rewrite_tools(&config(c), &tools).map_err(error)
+    }
+
     fn estimate(text: String) -> u32 {
         lro_core::estimate(&text)
     }
+}
+
+/// The host's wall clock, for expiry checks.
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
 fn extracted(e: lro_core::Extracted) -> extractor::ExtractResult {
@@ -229,11 +247,17 @@ impl extractor::Guest for Lro {
             slurp: r.slurp,
             limit: r.limit,
         };
-        // Expiry needs the time; the WASI wall clock is the host's.
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
-        lro_core::extract(&config(c), &request, now)
+        lro_core::extract(&config(c), &request, now_ms())
+            .map(extracted)
+            .map_err(error)
+    }
+
+    fn tool_definition() -> String {
+        lro_core::tool_definition().to_string()
+    }
+
+    fn call_tool(c: types::Config, arguments: String) -> Result<extractor::ExtractResult, types::Error> {
+        lro_core::call_tool(&config(c), &arguments, now_ms())
             .map(extracted)
             .map_err(error)
     }

@@ -35,8 +35,8 @@ pub enum ConfigError {
     },
 }
 
-/// The keys of `[prompt.offload]`.
-pub const KEYS: [&str; 8] = [
+/// The keys of `[prompt.offload]` (besides the `tools` tables), as the README's table lists them.
+pub const KEYS: [&str; 11] = [
     "enabled",
     "threshold_tokens",
     "ttl_seconds",
@@ -45,6 +45,9 @@ pub const KEYS: [&str; 8] = [
     "descriptor",
     "schema_version",
     "native",
+    "recipes",
+    "max_bytes",
+    "max_files",
 ];
 
 /// Effective settings, before the offload directory is resolved.
@@ -70,6 +73,10 @@ pub struct Settings {
     pub recipes: RecipeLibrary,
     /// `[prompt.offload.tools.NAME]` tables: per-tool `enabled`, `threshold`, `sections`, `inline_keys`.
     pub tools: Vec<ToolSettings>,
+    /// `max_bytes`: cap on the bytes of all LRO files in the directory; 0 means none.
+    pub max_bytes: u64,
+    /// `max_files`: cap on the number of LRO files in the directory; 0 means none.
+    pub max_files: u32,
 }
 
 impl Default for Settings {
@@ -85,6 +92,8 @@ impl Default for Settings {
             native: false,
             recipes: RecipeLibrary::V2,
             tools: Vec::new(),
+            max_bytes: lro_core::DEFAULT_MAX_BYTES,
+            max_files: lro_core::DEFAULT_MAX_FILES,
         }
     }
 }
@@ -92,7 +101,7 @@ impl Default for Settings {
 /// Values given on the command line; `None` leaves the lower layers in force.
 #[derive(Debug, Clone, Default)]
 pub struct Overrides {
-    /// `--enabled` / `--disabled`.
+    /// `--disabled`.
     pub enabled: Option<bool>,
     /// `--threshold`.
     pub threshold_tokens: Option<u32>,
@@ -110,6 +119,10 @@ pub struct Overrides {
     pub native: Option<bool>,
     /// `--recipes`.
     pub recipes: Option<RecipeLibrary>,
+    /// `--max-bytes`.
+    pub max_bytes: Option<u64>,
+    /// `--max-files`.
+    pub max_files: Option<u32>,
 }
 
 /// A raw value from one layer.
@@ -146,6 +159,8 @@ impl Settings {
         settings.schema_version = flags.schema_version.unwrap_or(settings.schema_version);
         settings.native = flags.native.unwrap_or(settings.native);
         settings.recipes = flags.recipes.unwrap_or(settings.recipes);
+        settings.max_bytes = flags.max_bytes.unwrap_or(settings.max_bytes);
+        settings.max_files = flags.max_files.unwrap_or(settings.max_files);
         Ok(settings)
     }
 
@@ -192,6 +207,9 @@ impl Settings {
             schema_version: self.schema_version.clone(),
             recipes: self.recipes,
             tools: self.tools.clone(),
+            max_bytes: self.max_bytes,
+            max_files: self.max_files,
+            dir_problem: None,
         })
     }
 
@@ -268,6 +286,8 @@ impl Settings {
             "native" => self.native = boolean()?,
             "threshold_tokens" => self.threshold_tokens = number(u64::from(u32::MAX))? as u32,
             "ttl_seconds" => self.ttl_seconds = number(u64::MAX / 1000)?,
+            "max_bytes" => self.max_bytes = number(u64::MAX)?,
+            "max_files" => self.max_files = number(u64::from(u32::MAX))? as u32,
             "output_dir" => self.output_dir = string()?,
             "prefix" => self.prefix = string()?,
             "schema_version" => self.schema_version = string()?,

@@ -346,9 +346,11 @@ impl Runtime {
     }
 
     /// Estimates the result set and returns it inline, offloaded or degraded
-    /// (`interceptor.offload`). `config.dir` is created (mode 0700) if it does not exist.
+    /// (`interceptor.offload`). `config.dir` is created (mode 0700) if it does not exist. A
+    /// directory that cannot be used (see [`Runtime::intercept`]) degrades the result, as any
+    /// failed write does: it never fails the call.
     pub fn offload(&self, config: &Config, request: &Request) -> Result<Outcome, Error> {
-        let (config, perms) = prepare_dir(config, true)?;
+        let (config, perms) = writable_dir(config);
         let outcome = self.call(&config, perms, self.io_limits(), |store, lro| {
             lro.lro_component_interceptor().call_offload(store, &config, request)
         })?;
@@ -359,9 +361,12 @@ impl Runtime {
     }
 
     /// Intercepts any tool's `CallToolResult` and says what to forward (`interceptor.intercept`).
-    /// `config.dir` is created (mode 0700) if it does not exist.
+    /// `config.dir` is created (mode 0700) if it does not exist. When it cannot be used (not a
+    /// directory, owned by another user, writable by group or others, cannot be created or
+    /// opened), nothing is written and the result degrades to the truncated inline fallback with
+    /// an `offload-write-failed` event naming the reason: a failed write never fails the call.
     pub fn intercept(&self, config: &Config, call: &ToolCall) -> Result<ToolOutcome, Error> {
-        let (config, perms) = prepare_dir(config, true)?;
+        let (config, perms) = writable_dir(config);
         let outcome = self.call(&config, perms, self.io_limits(), |store, lro| {
             lro.lro_component_interceptor().call_intercept(store, &config, call)
         })?;
@@ -378,6 +383,33 @@ impl Runtime {
         let (config, perms) = prepare_dir(config, false)?;
         self.call(&config, perms, self.io_limits(), |store, lro| {
             lro.lro_component_custodian().call_sweep(store, &config, now_ms)
+        })
+    }
+
+    /// Rewrites a `tools/list` result's `tools` array (JSON text) for a server whose results go
+    /// through [`Runtime::intercept`] (`interceptor.rewrite-tools`): no `outputSchema` on tools
+    /// whose results may be offloaded, and `lro_extract` appended when `config.native`.
+    pub fn rewrite_tools(&self, config: &Config, tools: &str) -> Result<String, Error> {
+        let tools = tools.to_owned();
+        self.call_without_files(|store, lro| {
+            lro.lro_component_interceptor()
+                .call_rewrite_tools(store, config, &tools)
+        })
+    }
+
+    /// The `lro_extract` tool's definition as `tools/list` lists it, JSON text
+    /// (`extractor.tool-definition`).
+    pub fn tool_definition(&self) -> Result<String, Error> {
+        self.call_without_files(|store, lro| Ok(Ok(lro.lro_component_extractor().call_tool_definition(store)?)))
+    }
+
+    /// Runs `lro_extract` from a `tools/call` request's `arguments` (JSON text), as
+    /// [`Runtime::extract`] does (`extractor.call-tool`).
+    pub fn call_tool(&self, config: &Config, arguments: &str) -> Result<ExtractResult, Error> {
+        let (config, _) = prepare_dir(config, false)?;
+        let arguments = arguments.to_owned();
+        self.call(&config, FsPerms::ReadOnly, self.filter_limits(), |store, lro| {
+            lro.lro_component_extractor().call_call_tool(store, &config, &arguments)
         })
     }
 
@@ -451,11 +483,14 @@ impl Runtime {
         f: impl FnOnce(&mut Store<State>, &bindings::Lro) -> wasmtime::Result<Result<T, LroError>>,
     ) -> Result<T, Error> {
         let mut wasi = WasiCtxBuilder::new();
-        wasi.preopened_dir(&config.dir, &config.dir, perms)
-            .map_err(|e| Error::Directory {
-                path: PathBuf::from(&config.dir),
-                message: format!("cannot open it: {e:#}"),
-            })?;
+        // A directory found unusable is not opened at all; the component degrades without it.
+        if config.dir_problem.is_none() {
+            wasi.preopened_dir(&config.dir, &config.dir, perms)
+                .map_err(|e| Error::Directory {
+                    path: PathBuf::from(&config.dir),
+                    message: format!("cannot open it: {e:#}"),
+                })?;
+        }
         self.run(wasi, limits, f)
     }
 
@@ -476,7 +511,7 @@ impl Runtime {
             wasi: wasi.build(),
             table: ResourceTable::new(),
             limiter: Limiter {
-                memory: self.options.memory,
+                memory: limits.memory,
                 hit: false,
             },
             events: self.options.events.clone(),
@@ -538,9 +573,37 @@ fn shadow_stack_overflow(trap: &str) -> bool {
     })
 }
 
-/// Makes `config.dir` an existing, absolute, canonical directory; returns the config with that
-/// path (so descriptors carry real host paths) and the permissions to mount it with: read-only
-/// when its mode has no write bit at all, so a directory made read-only is honoured even for root.
+/// [`prepare_dir`] for a call that writes: an unusable directory is not an error but a
+/// `dir-problem` in the config, so the component degrades the result instead of failing it.
+fn writable_dir(config: &Config) -> (Config, FsPerms) {
+    match prepare_dir(config, true) {
+        Ok(ready) => ready,
+        Err(e) => {
+            let problem = match e {
+                Error::Directory { path, message } => format!("offload directory {}: {message}", path.display()),
+                other => other.to_string(),
+            };
+            let config = Config {
+                dir_problem: Some(problem),
+                // The component checks that the path is absolute before it degrades.
+                dir: std::path::absolute(&config.dir)
+                    .ok()
+                    .and_then(|p| p.to_str().map(str::to_owned))
+                    .filter(|d| d.starts_with('/'))
+                    .unwrap_or_else(|| "/".to_owned()),
+                ..config.clone()
+            };
+            (config, FsPerms::ReadOnly)
+        }
+    }
+}
+
+/// Makes `config.dir` an existing, absolute, canonical directory that only this user can write
+/// to; returns the config with that path (so descriptors carry real host paths) and the
+/// permissions to mount it with: read-only when its mode has no write bit at all, so a directory
+/// made read-only is honoured even for root. A directory owned by another user, or writable by
+/// group or others, is refused: another local user could read what is offloaded there, or plant
+/// files and links in it (the compiled-component cache is checked the same way).
 fn prepare_dir(config: &Config, create: bool) -> Result<(Config, FsPerms), Error> {
     let given = PathBuf::from(&config.dir);
     let err = |message: String| Error::Directory {
@@ -564,10 +627,37 @@ fn prepare_dir(config: &Config, create: bool) -> Result<(Config, FsPerms), Error
     if !meta.is_dir() {
         return Err(err("not a directory".into()));
     }
+    {
+        use std::os::unix::fs::MetadataExt;
+        let me = rustix::process::geteuid().as_raw();
+        if meta.uid() != me {
+            return Err(err(format!(
+                "owned by uid {}, not by this user (uid {me}); refusing to use it",
+                meta.uid()
+            )));
+        }
+        if meta.mode() & 0o022 != 0 {
+            return Err(err(format!(
+                "writable by {} (mode {:o}); refusing to use it: make it 0700",
+                if meta.mode() & 0o002 != 0 {
+                    "everyone"
+                } else {
+                    "its group"
+                },
+                meta.mode() & 0o7777
+            )));
+        }
+    }
     let dir = canonical
         .to_str()
         .ok_or_else(|| err("the path is not valid UTF-8".into()))?
         .to_owned();
+    // wasmtime-wasi reports a write to a read-only file system as a bare I/O error: name it here.
+    if create
+        && rustix::fs::statvfs(&canonical).is_ok_and(|st| st.f_flag.contains(rustix::fs::StatVfsMountFlags::RDONLY))
+    {
+        return Err(err("on a read-only file system".into()));
+    }
     let perms = if meta.permissions().readonly() {
         FsPerms::ReadOnly
     } else {
@@ -577,8 +667,15 @@ fn prepare_dir(config: &Config, create: bool) -> Result<(Config, FsPerms), Error
 }
 
 /// WASI cannot set file modes, so the host narrows a new file to 0600 once it is renamed into
-/// place. The directory is created 0700, so the file is never readable by others meanwhile.
+/// place. The change goes through a descriptor opened without following a symlink (and without
+/// blocking on a FIFO), so a link planted at the name cannot redirect it to another file.
 fn owner_only(path: &Path) {
-    use std::os::unix::fs::PermissionsExt;
-    let _ = std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600));
+    use rustix::fs::{Mode, OFlags};
+    let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
+    let Ok(fd) = rustix::fs::open(path, flags, Mode::empty()) else {
+        return;
+    };
+    if rustix::fs::fstat(&fd).is_ok_and(|st| rustix::fs::FileType::from_raw_mode(st.st_mode).is_file()) {
+        let _ = rustix::fs::fchmod(&fd, Mode::from_raw_mode(0o600));
+    }
 }

@@ -106,6 +106,18 @@ struct ConfigArgs {
     /// File name prefix (prompt.offload.prefix).
     #[arg(long)]
     prefix: Option<String>,
+    /// Recipe library (prompt.offload.recipes).
+    #[arg(long, value_enum)]
+    recipes: Option<Library>,
+    /// MIF version written in headers (prompt.offload.schema_version).
+    #[arg(long, value_name = "VERSION")]
+    schema_version: Option<String>,
+    /// Cap on the bytes of all offload files, 0 for none (prompt.offload.max_bytes).
+    #[arg(long, value_name = "BYTES")]
+    max_bytes: Option<u64>,
+    /// Cap on the number of offload files, 0 for none (prompt.offload.max_files).
+    #[arg(long, value_name = "N")]
+    max_files: Option<u32>,
 }
 
 impl ConfigArgs {
@@ -115,6 +127,13 @@ impl ConfigArgs {
             ttl_seconds: self.ttl,
             output_dir: self.output_dir.clone(),
             prefix: self.prefix.clone(),
+            recipes: self.recipes.map(|l| match l {
+                Library::V2 => RecipeLibrary::V2,
+                Library::V1 => RecipeLibrary::V1,
+            }),
+            schema_version: self.schema_version.clone(),
+            max_bytes: self.max_bytes,
+            max_files: self.max_files,
             ..extra
         };
         Ok(Settings::from_environment(self.config.as_deref(), &flags)?)
@@ -176,9 +195,6 @@ struct ExtractArgs {
     /// Output cap in estimated tokens [default: the threshold].
     #[arg(long, value_name = "TOKENS")]
     limit: Option<u32>,
-    /// Recipe library (prompt.offload.recipes).
-    #[arg(long, value_enum)]
-    recipes: Option<Library>,
     #[command(flatten)]
     config: ConfigArgs,
 }
@@ -323,8 +339,9 @@ fn runtime(cli: &Cli) -> anyhow::Result<Runtime> {
         ..Options::default()
     };
     if let Some(seconds) = cli.timeout {
-        if !(seconds.is_finite() && seconds > 0.0) {
-            bail!("--timeout must be a positive number of seconds, got {seconds}");
+        // A day is far past any call's need, and keeps the deadline's tick count in range.
+        if !(seconds.is_finite() && seconds > 0.0 && seconds <= 86_400.0) {
+            bail!("--timeout must be a number of seconds above 0 and at most 86400, got {seconds:?}");
         }
         options.deadline = Duration::from_secs_f64(seconds);
         options.filter_deadline = options.deadline;
@@ -421,14 +438,7 @@ fn offload(cli: &Cli, args: &OffloadArgs) -> anyhow::Result<()> {
 }
 
 fn extract(cli: &Cli, args: &ExtractArgs) -> anyhow::Result<()> {
-    let extra = Overrides {
-        recipes: args.recipes.map(|l| match l {
-            Library::V2 => RecipeLibrary::V2,
-            Library::V1 => RecipeLibrary::V1,
-        }),
-        ..Overrides::default()
-    };
-    let config = args.config.settings(extra)?.config()?;
+    let config = args.config.settings(Overrides::default())?.config()?;
     let path = std::path::absolute(&args.file).with_context(|| format!("resolving {}", args.file.display()))?;
     let path = path
         .to_str()
@@ -594,6 +604,8 @@ fn event_json(event: &Event) -> Value {
             "error": e.error, "total": e.total, "returned": e.returned}),
         Event::OffloadFileExpired(e) => json!({"event": "OffloadFileExpired", "path": e.path,
             "created": lro_core::time::format_rfc3339_ms(e.created), "expired": lro_core::time::format_rfc3339_ms(e.expired)}),
+        Event::OffloadFileEvicted(e) => json!({"event": "OffloadFileEvicted", "path": e.path,
+            "bytes": e.bytes, "cap": e.cap}),
     }
 }
 

@@ -480,10 +480,39 @@ fn limits_stop_a_call_and_the_next_call_works() {
 }
 
 #[test]
-fn a_path_that_is_not_a_directory_is_refused() {
+fn a_path_that_is_not_a_directory_degrades_the_result_and_never_fails_the_call() {
     let file = tempfile::NamedTempFile::new().unwrap();
+    let records = sample(lro_core::Detail::Light, 30, false);
+    let (runtime, events) = with_events();
+    let outcome = runtime
+        .offload(&config(file.path(), 100), &request(Operation::Recall, None, &records))
+        .unwrap();
+    let Outcome::Degraded(degraded) = outcome else {
+        panic!("{outcome:?}")
+    };
+    assert!(degraded.warning.contains("not a directory"), "{}", degraded.warning);
+    assert_eq!(degraded.total, 30);
+    let events = events.lock().unwrap();
+    assert!(
+        matches!(&events[..], [Event::OffloadWriteFailed(e)] if e.error.contains("not a directory")),
+        "{events:?}"
+    );
+    // Extraction has no fallback: there it is an error naming the directory.
     let err = RUNTIME
-        .offload(&config(file.path(), 10), &request(Operation::Recall, None, &[]))
+        .extract(
+            &config(file.path(), 100),
+            &lro_host::ExtractRequest {
+                path: format!(
+                    "{}/atlatl-recall-01JDEF7X2K0000000000000000.jsonl",
+                    file.path().display()
+                ),
+                recipe: Some(1),
+                query: None,
+                params: None,
+                slurp: false,
+                limit: None,
+            },
+        )
         .unwrap_err();
     assert!(
         matches!(&err, Error::Directory { message, .. } if message == "not a directory"),

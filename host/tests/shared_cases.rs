@@ -49,7 +49,8 @@ fn strings(value: &Value) -> Option<Vec<String>> {
 fn config(dir: &str, layers: &[&Value]) -> Config {
     let mut merged = json!({
         "enabled": true, "threshold": 1600, "ttl": 3600, "prefix": "atlatl", "descriptor": "full",
-        "native": false, "schema_version": "0.1", "recipes": "v2", "tools": []
+        "native": false, "schema_version": "0.1", "recipes": "v2", "tools": [],
+        "max_bytes": 1073741824u64, "max_files": 1000
     });
     for layer in layers {
         if let Some(map) = layer.as_object() {
@@ -90,6 +91,9 @@ fn config(dir: &str, layers: &[&Value]) -> Config {
             other => panic!("recipes {other}"),
         },
         tools,
+        max_bytes: merged["max_bytes"].as_u64().unwrap(),
+        max_files: opt_u32(&merged["max_files"]).unwrap(),
+        dir_problem: None,
     }
 }
 
@@ -147,6 +151,9 @@ fn event_json(event: &Event) -> Value {
         }),
         Event::OffloadFileExpired(e) => json!({
             "kind": "offload-file-expired", "path": e.path, "created": e.created, "expired": e.expired
+        }),
+        Event::OffloadFileEvicted(e) => json!({
+            "kind": "offload-file-evicted", "path": e.path, "bytes": e.bytes, "cap": e.cap
         }),
     }
 }
@@ -299,6 +306,15 @@ fn call(name: &str, config: &Config, args: &Value, runtime: &lro_host::Runtime) 
                 opt_u32(&args["limit"]),
             )
             .map(extracted_json),
+        "tool_definition" => runtime
+            .tool_definition()
+            .map(|d| serde_json::from_str::<Value>(&d).expect("the definition is JSON")),
+        "call_tool" => runtime
+            .call_tool(config, &text_of(&args["arguments"]).expect("arguments"))
+            .map(extracted_json),
+        "rewrite_tools" => runtime
+            .rewrite_tools(config, &text_of(&args["tools"]).expect("tools"))
+            .map(Value::String),
         "sweep" => runtime.sweep(config, args["now"].as_u64().unwrap()).map(|r| {
             json!({
                 "deleted": r.deleted, "kept": r.kept,

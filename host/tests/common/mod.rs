@@ -93,5 +93,6 @@ pub fn reason_name(reason: PassReason) -> &'static str {
         PassReason::ErrorResult => "error-result",
         PassReason::NonTextContent => "non-text-content",
         PassReason::Proxied => "proxied",
+        PassReason::BudgetedText => "budgeted-text",
     }
 }
