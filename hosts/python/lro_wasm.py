@@ -8,9 +8,10 @@ call and reports events, as docs/HOSTS.md requires of every host:
     out = lro.offload(config("/tmp/lro-demo", threshold=500),
                       {"operation": "recall", "records": records})
 
-Values are plain dicts, lists, strings and numbers in the JSON form of docs/HOSTS.md. A WIT error
-raises `LroError(kind, message)`; so do the limits and host failures, with kinds that are not
-WIT cases (`HOST_KINDS`).
+Values are plain dicts, lists, strings and numbers in the JSON form of docs/HOSTS.md (a WIT
+`json` result is the component's JSON text). A WIT error raises `LroError(kind, message)`; so do
+the limits and host failures, with kinds that are not WIT cases (`HOST_KINDS`). An unusable
+offload directory never fails `offload` or `intercept`: they degrade, as for a failed write.
 """
 
 from __future__ import annotations
@@ -64,9 +65,12 @@ FUNCTIONS = {
     "extract": ("extractor", "extract"),
     "query": ("extractor", "query"),
     "sweep": ("custodian", "sweep"),
+    "rewrite_tools": ("interceptor", "rewrite-tools"),
+    "tool_definition": ("extractor", "tool-definition"),
+    "call_tool": ("extractor", "call-tool"),
 }
 
-#: The defaults of `[prompt.offload]`; `dir` has none.
+#: The defaults of `[prompt.offload]`; `dir` has none. (`dir_problem` is not here: the host sets it.)
 DEFAULT_CONFIG: dict = {
     "enabled": True,
     "threshold": 1600,
@@ -78,6 +82,8 @@ DEFAULT_CONFIG: dict = {
     "schema_version": "0.1",
     "recipes": "v2",
     "tools": [],
+    "max_bytes": 1 << 30,
+    "max_files": 1000,
 }
 
 #: Error kinds raised by this host rather than returned by the component (not WIT cases).
@@ -85,7 +91,11 @@ HOST_KINDS = frozenset({"timeout", "memory-limit", "stack-overflow", "trap", "di
 
 # WIT `json` fields and arguments: a non-string value is serialised for them (HOSTS.md).
 # The component's types carry no alias names, so they are listed here.
-JSON_INPUTS = frozenset({"records", "arguments", "result", "meta", "params", "input"})
+JSON_INPUTS = frozenset({"records", "arguments", "result", "meta", "params", "input", "tools"})
+
+# How a call uses the offload directory: offload and intercept create it, write, and degrade
+# when it is unusable; sweep writes; extract and call_tool read.
+WRITE, SWEEP, READ = "write", "sweep", "read"
 
 TICK = 0.01  # seconds per epoch tick; deadlines are counted in ticks
 STDERR_CAP = 64 * 1024
@@ -135,9 +145,10 @@ class Lro:
     ):
         """`wasm`: the component's path (default: $LRO_WASM). `on_event` receives every event
         as a dict with `kind`, during the call that causes it. Deadlines are seconds, memory caps
-        bytes; the filter limits apply to `extract` and `query`. `cache_dir`: where to keep the
-        compiled component ("default": $LRO_CACHE_DIR, else $XDG_CACHE_HOME/lro or
-        ~/.cache/lro; None: no cache)."""
+        bytes; the filter limits apply to `extract`, `call_tool` and `query`, which run user
+        filters. `cache_dir`: where to keep the compiled component ("default": $LRO_CACHE_DIR,
+        else $XDG_CACHE_HOME/lro or ~/.cache/lro; None: no cache). One `Lro` may be shared by
+        threads: each call has its own store and instance."""
         self.on_event = on_event
         self.deadline, self.memory = deadline, memory
         self.filter_deadline, self.filter_memory = filter_deadline, filter_memory
@@ -176,23 +187,42 @@ class Lro:
     # ---- the component's functions ------------------------------------------------------
 
     def offload(self, config: dict, request: dict) -> dict:
-        """`interceptor.offload`: `{kind: inline|offloaded|degraded, ...}`."""
-        return self._call_in_dir("offload", config, request, create=True)
+        """`interceptor.offload`: `{kind: inline|offloaded|degraded, ...}`. An unusable offload
+        directory degrades the result (`offload-write-failed`); it never raises."""
+        return self._call_in_dir("offload", config, request, WRITE)
 
     def intercept(self, config: dict, call: dict) -> dict:
         """`interceptor.intercept`: `{kind: unchanged|offloaded|degraded, ...}`. `arguments`
-        defaults to `{}` and `meta` to null."""
+        defaults to `{}` and `meta` to null. An unusable offload directory degrades the result."""
         call = {"arguments": "{}", **call}
-        return self._call_in_dir("intercept", config, call, create=True)
+        return self._call_in_dir("intercept", config, call, WRITE)
 
     def sweep(self, config: dict, now: int) -> dict:
         """`custodian.sweep` at `now` (ms since the epoch): `{deleted, kept, failed}`."""
-        return self._call_in_dir("sweep", config, now, create=False)
+        return self._call_in_dir("sweep", config, now, SWEEP)
 
     def extract(self, config: dict, request: dict) -> dict:
         """`extractor.extract` (the `lro_extract` tool), with the directory mounted read-only."""
         request = {"slurp": False, **request}
-        return self._call_in_dir("extract", config, request, create=False, filters=True)
+        return self._call_in_dir("extract", config, request, READ)
+
+    def call_tool(self, config: dict, arguments: Any) -> dict:
+        """`extractor.call-tool`: runs `lro_extract` from a `tools/call` request's `arguments`
+        (an object, or its JSON text) as `extract` does. Return `text` as the tool result, or
+        the error's message as an `isError` result."""
+        return self._call_in_dir("call_tool", config, arguments, READ)
+
+    def tool_definition(self) -> str:
+        """`extractor.tool-definition`: the `lro_extract` tool as `tools/list` lists it, as the
+        JSON text the component returned (`json.loads` it for a dict)."""
+        return self._call("tool_definition", [])
+
+    def rewrite_tools(self, config: dict, tools: Any) -> str:
+        """`interceptor.rewrite-tools`: the `tools` array of a `tools/list` result (a list, or
+        its JSON text) rewritten for a server whose results go through `intercept`: no
+        `outputSchema` on tools that may be offloaded, `lro_extract` appended when
+        `config.native`. Returns the component's JSON text."""
+        return self._call("rewrite_tools", [_merge(config), tools])
 
     def query(self, filter: str, input: Any, slurp: bool = False, raw: bool = False,
               limit: Optional[int] = None) -> dict:
@@ -209,17 +239,31 @@ class Lro:
 
     # ---- one call -------------------------------------------------------------------------
 
-    def _call_in_dir(self, name: str, cfg: dict, arg: Any, *, create: bool, filters: bool = False) -> Any:
+    def _call_in_dir(self, name: str, cfg: dict, arg: Any, use: str) -> Any:
+        """A call that uses the offload directory (`use`: WRITE, SWEEP or READ). For the calls
+        that write, an unusable directory is not an error: the component is told why
+        (`dir_problem`), writes nothing and degrades the result, as for any failed write."""
         cfg = _merge(cfg)
-        dir, writable = _prepare_dir(cfg["dir"], create)
-        cfg["dir"] = dir
-        writable = writable and name != "extract"
-        before = _regular_files(dir) if writable else None
         try:
-            return self._call(name, [cfg, arg], preopen=(dir, writable), filters=filters)
-        finally:
-            if before is not None:
-                _owner_only(dir, before)
+            dir, writable = _prepare_dir(cfg["dir"], create=use == WRITE)
+            cfg["dir"] = dir
+            # Read-only for extraction, and for a directory with no write bit at all, so that
+            # it degrades the same way for every user, root included.
+            writable = writable and use != READ
+            out = self._call(name, [cfg, arg], preopen=(dir, writable), filters=use == READ)
+        except _Unusable as unusable:
+            reason = unusable.reason
+        else:
+            if use == WRITE and writable and out["kind"] == "offloaded":
+                for path in out["files"] if name == "intercept" else [out["path"]]:
+                    _owner_only(dir, path)
+            return out
+        # Raised and called outside the `except` block, so no traceback chain keeps frames alive.
+        if use != WRITE:
+            raise LroError("directory", reason)
+        cfg["dir"] = _absolute(cfg["dir"])
+        cfg["dir_problem"] = reason
+        return self._call(name, [cfg, arg])
 
     def _call(self, name: str, args: list, *, preopen: Optional[tuple] = None, filters: bool = False) -> Any:
         params, result_type = self._types[name]
@@ -234,23 +278,38 @@ class Lro:
         wasi.stderr_file = stderr_path
         if preopen:
             # The same absolute path inside as outside, so descriptor paths are real paths.
-            wasi.preopen_dir(preopen[0], preopen[0], fs_mutable=preopen[1])
+            # wasmtime opens the directory here (_prepare_dir checked that it can, but it may
+            # have changed since).
+            try:
+                wasi.preopen_dir(preopen[0], preopen[0], fs_mutable=preopen[1])
+            except WasmtimeError:
+                raise _Unusable(f"offload directory {preopen[0]}: cannot open it") from None
         store = Store(self._engine)
         store.set_wasi(wasi)
         store.set_limits(memory_size=memory)
         store.set_epoch_deadline(max(1, round(deadline / TICK)))
         self._local.events = []
+        raw = failure = None
         try:
             instance = self._linker.instantiate(store, self._component)
-            func = instance.get_func(store, self._index[name])
-            raw = func(store, *lowered)
+            raw = instance.get_func(store, self._index[name])(store, *lowered)
         except WasmtimeError as error:
-            raise _trap_error(error, _head(stderr_path), deadline, memory) from None
+            # Only the message is kept, and the trap's traceback is dropped: wasmtime-py raises
+            # it from a frame that holds it in a local, so the traceback, through that frame
+            # and the one holding `store`, makes a reference cycle that would keep the trapped
+            # store's linear memory (up to the memory cap) alive until the cycle collector ran.
+            # Raising from in here would chain the trap to the LroError, with the same effect.
+            failure = _trap_error(error, _head(stderr_path), deadline, memory)
+            error.__traceback__ = None
         finally:
             events, self._local.events = self._local.events, None
             # Delivered before the call returns (or raises), in order.
             for event in events:
                 self._deliver(event)
+        # Freed now, by reference counting, whatever the outcome.
+        store = instance = wasi = None
+        if failure is not None:
+            raise failure
         return _lift(result_type, raw)
 
     def _emit(self, _store: Any, event: Any) -> None:
@@ -378,26 +437,78 @@ def _lift(ty: Any, value: Any) -> Any:
 def _merge(cfg: Optional[dict]) -> dict:
     if cfg is not None and not isinstance(cfg, dict):
         raise _bad("config", "an object", cfg)
+    if (cfg or {}).get("dir_problem") is not None:
+        raise LroError("invalid-config", "config.dir_problem: set by the host, not by callers")
     return {**DEFAULT_CONFIG, **(cfg or {})}
 
 
+class _Unusable(Exception):
+    """The offload directory cannot be used; `reason` says why, naming it."""
+
+    def __init__(self, reason: str):
+        super().__init__(reason)
+        self.reason = reason
+
+
+def _os_reason(e: OSError) -> str:
+    return f"{e.strerror} (os error {e.errno})"  # as Rust prints an io::Error
+
+
 def _prepare_dir(given: Any, create: bool) -> tuple:
-    """Canonical absolute path of the offload directory, created 0700 if missing (offload,
-    intercept), and whether to mount it writable: not when its mode has no write bit at all,
-    so a read-only directory degrades the same way for every user, root included."""
-    if not isinstance(given, str) or not given:
-        raise LroError("directory", f"offload directory {given or ''}: no offload directory given")
+    """The canonical absolute path of the offload directory, created 0700 if missing (when
+    `create`), and whether to mount it writable: not when its mode has no write bit at all.
+    Raises _Unusable when it is not a directory, cannot be created or opened, is owned by
+    another user, or can be written by group or others: another local user could then read
+    what is offloaded there, or plant files and links in it."""
+    if not isinstance(given, str):
+        raise _bad("config.dir", "a string", given)
+
+    def unusable(why: str) -> _Unusable:
+        return _Unusable(f"offload directory {given}: {why}")
+
+    if not given:
+        raise unusable("no offload directory given")
     absolute = os.path.abspath(given)
+    problem = None
     try:
         if create and not os.path.exists(absolute):
-            _makedirs_private(absolute)
-        canonical = os.path.realpath(absolute, strict=True)
-        mode = os.stat(canonical).st_mode
+            try:
+                _makedirs_private(absolute)
+            except OSError as e:
+                problem = f"cannot create it: {_os_reason(e)}"
+        if problem is None:
+            canonical = os.path.realpath(absolute, strict=True)
+            st = os.stat(canonical)
     except OSError as e:
-        raise LroError("directory", f"offload directory {given}: {e.strerror} (os error {e.errno})") from None
-    if not stat.S_ISDIR(mode):
-        raise LroError("directory", f"offload directory {given}: not a directory")
-    return canonical, bool(mode & 0o222)
+        problem = _os_reason(e)
+    if problem is None:
+        me = os.geteuid()
+        if not stat.S_ISDIR(st.st_mode):
+            problem = "not a directory"
+        elif st.st_uid != me:
+            problem = f"owned by uid {st.st_uid}, not by this user (uid {me}); refusing to use it"
+        elif st.st_mode & 0o022:
+            who = "everyone" if st.st_mode & 0o002 else "its group"
+            problem = f"writable by {who} (mode {st.st_mode & 0o7777:o}); refusing to use it: make it 0700"
+        else:
+            problem = _openable(canonical)
+    if problem is not None:
+        raise unusable(problem)
+    return canonical, bool(st.st_mode & 0o222)
+
+
+def _openable(dir: str) -> Optional[str]:
+    """Why wasmtime could not open `dir` for its preopen (it says only that it failed), or None."""
+    try:
+        os.close(os.open(dir, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC))
+    except OSError as e:
+        return f"cannot open it: {_os_reason(e)}"
+    return None
+
+
+def _absolute(given: str) -> str:
+    """An absolute path for the config of a call that degrades: the component checks it."""
+    return os.path.abspath(given) if given else "/"
 
 
 def _makedirs_private(path: str) -> None:
@@ -410,27 +521,23 @@ def _makedirs_private(path: str) -> None:
         pass
 
 
-def _regular_files(dir: str) -> set:
+def _owner_only(dir: str, path: str) -> None:
+    """chmod 0600 a file the call wrote (WASI cannot set modes). Through a descriptor opened
+    without following a symlink or blocking on a FIFO, and only if it is a regular file, so
+    a link or FIFO planted at the name cannot redirect the change to anything else."""
+    if os.path.dirname(path) != dir:
+        return  # the component writes only directly inside the directory
     try:
-        with os.scandir(dir) as entries:
-            return {(e.name, e.inode()) for e in entries if e.is_file(follow_symlinks=False)}
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError:
-        return set()
-
-
-def _owner_only(dir: str, before: set) -> None:
-    """chmod 0600 every regular file the call created (WASI cannot set modes)."""
-    for name, inode in _regular_files(dir) - before:
-        try:
-            fd = os.open(os.path.join(dir, name), os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-        except OSError:
-            continue  # gone again, or replaced by a link: nothing of ours to narrow
-        try:
+        return  # gone again (evicted, swept), or replaced by a link: nothing of ours to narrow
+    try:
+        if stat.S_ISREG(os.fstat(fd).st_mode):
             os.fchmod(fd, 0o600)
-        except OSError as e:
-            log.warning("lro: cannot chmod 0600 %s: %s", name, e)
-        finally:
-            os.close(fd)
+    except OSError as e:
+        log.warning("lro: cannot chmod 0600 %s: %s", path, e)
+    finally:
+        os.close(fd)
 
 
 def _duration(seconds: float) -> str:
@@ -499,13 +606,18 @@ def _private_dir(dir: str) -> bool:
     return stat.S_ISDIR(st.st_mode) and st.st_uid == os.geteuid() and st.st_mode & 0o022 == 0
 
 
+def _compile(engine: Engine, wasm: bytes) -> Component:
+    """Compiles the component (about a second): what the cache saves."""
+    return Component(engine, wasm)
+
+
 def _load(engine: Engine, wasm: bytes, cache_dir: Optional[str]) -> Component:
     """Compiles the component, or loads wasmtime's own compiled artifact from a private cache
     directory. Deserialising trusts the file, so it is only read from a directory no one else
     can write, under a name derived from the component, wasmtime's version and the engine
     settings, and renamed into place only once fully written."""
     if not cache_dir or not _private_dir(cache_dir):
-        return Component(engine, wasm)
+        return _compile(engine, wasm)
     key = hashlib.sha256(wasm + f"|wasmtime-py {importlib.metadata.version('wasmtime')}|epoch".encode())
     path = os.path.join(cache_dir, f"lro-py-{key.hexdigest()[:32]}.cwasm")
     try:
@@ -513,8 +625,8 @@ def _load(engine: Engine, wasm: bytes, cache_dir: Optional[str]) -> Component:
             return Component.deserialize(engine, f.read())
     except (OSError, WasmtimeError):
         pass  # missing, or from another wasmtime: compile it again
-    component = Component(engine, wasm)
-    tmp = f"{path}.{os.getpid()}.tmp"
+    component = _compile(engine, wasm)
+    tmp = f"{path}.{os.getpid()}-{threading.get_ident()}.tmp"  # unique per writer
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
         with os.fdopen(fd, "wb") as f:

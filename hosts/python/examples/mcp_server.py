@@ -2,13 +2,20 @@
 
 Every `tools/call` result passes through the component's `intercept`: a small one is forwarded
 unchanged, a large one is written to a JSONL file in the offload directory and replaced by a
-descriptor whose guidance points to the `lro_extract` tool (config `native`), which this server
-also offers.
+descriptor whose guidance points to the `lro_extract` tool (config `native`). `tools/list` goes
+through `rewrite_tools`, which drops the `outputSchema` of every tool whose results may be
+offloaded (a descriptor would break it) and appends `lro_extract` exactly as the component
+defines it; calls of `lro_extract` go, arguments untouched, to `call_tool`.
 
     LRO_WASM=/tmp/lro.wasm python hosts/python/examples/mcp_server.py
 
 Environment: LRO_WASM (the component, required), LRO_OFFLOAD_DIR (default: a new private
 temporary directory), LRO_THRESHOLD (tokens, default 1600).
+
+The tools return their results in the SDK's own shapes: `search_notes` JSON text with no
+structured content, `recall_memories` (`-> str`) JSON text the SDK also wraps as structured
+content `{"result": "<text>"}`, and `list_memories` (`-> list[dict]`, unstructured) one text
+block per record.
 """
 
 from __future__ import annotations
@@ -18,15 +25,15 @@ import logging
 import os
 import sys
 import tempfile
-from typing import Any, Optional
+from typing import Any
 
 import anyio
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
-from mcp.server.extension import Extension, ToolBinding
+from mcp.server.extension import Extension
 from mcp.server.mcpserver import MCPServer
-from mcp.server.mcpserver.exceptions import ToolError
-from mcp_types import CallToolRequestParams, CallToolResult
+from mcp_types import CallToolRequestParams, CallToolResult, TextContent
 
+# lro_wasm.py is one file next to this directory, not an installed package.
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 from lro_wasm import Lro, LroError, config  # noqa: E402
 
@@ -36,6 +43,7 @@ log = logging.getLogger("lro-example")
 
 TOPICS = ["caching", "deploys", "auth", "search", "billing"]
 AUTHORS = ["ada", "grace", "linus", "barbara"]
+NAMESPACES = ["_semantic/decisions", "_semantic/knowledge", "_episodic/incidents", "_procedural/runbooks"]
 
 
 def generate_notes(count: int = 300) -> list[dict]:
@@ -53,8 +61,25 @@ def generate_notes(count: int = 300) -> list[dict]:
     ]
 
 
+def generate_memories(count: int = 120) -> list[dict]:
+    """Deterministic memory records (id, namespace, title, ...), as a memory service returns them."""
+    return [
+        {
+            "id": f"mem-{i:04d}",
+            "memory_type": NAMESPACES[i % len(NAMESPACES)].split("/")[0].lstrip("_"),
+            "namespace": NAMESPACES[i % len(NAMESPACES)],
+            "title": f"{TOPICS[i % len(TOPICS)].capitalize()} memory {i}",
+            "tags": [TOPICS[i % len(TOPICS)]] + (["review"] if i % 3 == 0 else []),
+            "created": f"2026-0{1 + i % 9}-{10 + i % 18}T09:00:00Z",
+        }
+        for i in range(count)
+    ]
+
+
 class LroExtension(Extension):
-    """Offloads large tool results and offers `lro_extract` to read them back."""
+    """Offloads large tool results, serves `lro_extract`, and rewrites `tools/list` (through
+    `list_tools_middleware`, which the server must be given as middleware: an Extension has no
+    hook on `tools/list`)."""
 
     identifier = "io.github.lro/offload"
 
@@ -64,41 +89,21 @@ class LroExtension(Extension):
     def settings(self) -> dict[str, Any]:
         return {"dir": self.config["dir"], "threshold": self.config["threshold"]}
 
-    def tools(self) -> list[ToolBinding]:
-        # No outputSchema (structured_output=False): an offloaded result could not match one.
-        return [ToolBinding(self.lro_extract, kwargs={"name": "lro_extract", "structured_output": False})]
-
-    async def lro_extract(
-        self,
-        file_path: str,
-        recipe: Optional[int] = None,
-        query: Optional[str] = None,
-        params: Optional[dict[str, Any]] = None,
-        slurp: bool = False,
-        limit: Optional[int] = None,
-    ) -> str:
-        """Extract values from an offloaded result file: a recipe number (1-10) from its
-        descriptor, or a jq `query` run once per record (`slurp`: once over all records).
-        `params` are bound as jq variables ($name)."""
-        request = {"path": file_path, "recipe": recipe, "query": query, "params": params, "slurp": slurp, "limit": limit}
-        try:
-            # Runs an untrusted filter for up to a second: off the event loop.
-            result = await anyio.to_thread.run_sync(self.lro.extract, self.config, request)
-        except LroError as e:
-            raise ToolError(f"{e.kind}: {e.message}") from None
-        return result["text"]
-
     async def intercept_tool_call(
         self, params: CallToolRequestParams, ctx: ServerRequestContext[Any, Any], call_next: CallNext
     ) -> HandlerResult:
+        if params.name == "lro_extract":
+            # Not an SDK tool: listed by `rewrite_tools`, answered here, the arguments passed
+            # through as they came, so the component validates them against its own schema.
+            return await self.extract(params.arguments or {})
         result = await call_next(ctx)
-        if params.name == "lro_extract" or not isinstance(result, CallToolResult):
-            return result  # an extraction is never offloaded again
+        if not isinstance(result, CallToolResult):
+            return result  # e.g. an input-required interim result: nothing to offload
         call = {
             "tool": params.name,
             "arguments": params.arguments or {},
             "result": result.model_dump_json(by_alias=True, exclude_none=True),
-            "meta": dict(params.meta) if params.meta else None,
+            "meta": dict(params.meta) if params.meta else None,  # the request's `_meta`, wire keys
         }
         try:
             outcome = await anyio.to_thread.run_sync(self.lro.intercept, self.config, call)
@@ -109,12 +114,29 @@ class LroExtension(Extension):
             return result
         return CallToolResult.model_validate_json(outcome["result"])
 
+    async def extract(self, arguments: dict[str, Any]) -> CallToolResult:
+        try:
+            # Runs an untrusted filter for up to a second: off the event loop.
+            result = await anyio.to_thread.run_sync(self.lro.call_tool, self.config, arguments)
+        except LroError as e:
+            return CallToolResult(content=[TextContent(type="text", text=f"{e.kind}: {e.message}")], is_error=True)
+        return CallToolResult(content=[TextContent(type="text", text=result["text"])])
+
+    async def list_tools_middleware(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
+        result = await call_next(ctx)
+        if ctx.method != "tools/list" or not isinstance(result, dict) or "tools" not in result:
+            return result
+        # `result` is the wire form here (camelCase keys), as the component expects it.
+        tools = await anyio.to_thread.run_sync(self.lro.rewrite_tools, self.config, result["tools"])
+        return {**result, "tools": json.loads(tools)}
+
 
 def build_server() -> MCPServer:
     dir = os.environ.get("LRO_OFFLOAD_DIR") or tempfile.mkdtemp(prefix="lro-mcp-")
     cfg = config(dir, threshold=int(os.environ.get("LRO_THRESHOLD", "1600")), native=True)
     lro = Lro(on_event=lambda event: log.info("event %s", json.dumps(event)))
-    server = MCPServer("lro-example", extensions=[LroExtension(lro, cfg)])
+    extension = LroExtension(lro, cfg)
+    server = MCPServer("lro-example", extensions=[extension], middleware=[extension.list_tools_middleware])
 
     @server.tool(structured_output=False)
     def search_notes(query: str = "", count: int = 300) -> str:
@@ -122,6 +144,17 @@ def build_server() -> MCPServer:
         empty), among the first `count`. Returns a JSON array of notes."""
         found = [n for n in generate_notes(count) if query.lower() in (n["title"] + " " + n["body"]).lower()]
         return json.dumps(found)
+
+    @server.tool()
+    def recall_memories(query: str = "", count: int = 120) -> str:
+        """Recall memories whose title contains `query` (all when empty), among the first
+        `count`, as JSON text. (The SDK gives this tool an outputSchema; tools/list drops it.)"""
+        return json.dumps([m for m in generate_memories(count) if query.lower() in m["title"].lower()])
+
+    @server.tool(structured_output=False)
+    def list_memories(count: int = 120) -> list[dict]:
+        """List the first `count` memories (the SDK sends one text block per record)."""
+        return generate_memories(count)
 
     return server
 

@@ -141,6 +141,12 @@ def call(lro, name, cfg, args):
         return lro.query(args["filter"], args["input"], bool(args.get("slurp")), bool(args.get("raw")), args.get("limit"))
     if name == "sweep":
         return lro.sweep(cfg, args["now"])
+    if name == "tool_definition":
+        return lro.tool_definition()
+    if name == "call_tool":
+        return lro.call_tool(cfg, args.get("arguments"))
+    if name == "rewrite_tools":
+        return lro.rewrite_tools(cfg, args.get("tools"))
     raise AssertionError(f"unknown call {name}")
 
 
@@ -251,3 +257,31 @@ def test_case_dir_is_72_characters_and_fresh():
     a, b = case_dir(), case_dir()
     assert len(a) == len(b) == 72 and a != b and not os.path.exists(a)
     assert stat.S_ISDIR(os.stat(os.path.dirname(a)).st_mode)
+
+
+def test_the_runner_runs_the_tool_calls_and_reports_evictions(lro):
+    """The calls and the event that no case file used when they were added."""
+    records = [{"id": f"m{i}", "namespace": "_semantic/x", "title": f"Title {i}"} for i in range(60)]
+    tools = [{"name": "t", "inputSchema": {"type": "object"}, "outputSchema": {"type": "object"}}]
+    case = {
+        "about": "tool_definition, call_tool, rewrite_tools and offload-file-evicted through the runner",
+        "config": {"threshold": 100, "max_files": 1, "native": True},
+        "steps": [
+            {"call": "tool_definition"},
+            {"call": "offload", "args": {"request": {"operation": "list", "records": records}}},
+            {"call": "offload", "args": {"request": {"operation": "list", "records": records}}},
+            {"call": "call_tool", "args": {"arguments": {"file_path": "<FILE>", "query": "length", "slurp": True}}},
+            {"call": "rewrite_tools", "args": {"tools": tools}},
+        ],
+    }
+    got = run_case(lro, case)
+    definition, first, second, counted, rewritten = got["steps"]
+    assert json.loads(definition["result"])["name"] == "lro_extract"
+    assert [e["kind"] for e in second["events"]] == ["offload-file-evicted", "offload-created"], second
+    evicted = second["events"][0]
+    assert evicted == {"kind": "offload-file-evicted", "path": first["result"]["path"],
+                       "bytes": first["result"]["bytes"], "cap": "max-files"}
+    assert counted["result"]["values"] == ["60"], counted
+    assert json.loads(rewritten["result"]) == [{"name": "t", "inputSchema": {"type": "object"}},
+                                               json.loads(definition["result"])]
+    assert [f["name"] for f in got["files"]] == ["atlatl-list-<ULID>.jsonl"]

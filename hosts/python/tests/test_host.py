@@ -1,11 +1,15 @@
 """The host duties of docs/HOSTS.md that the shared cases cannot see (modes, events, the cache)
 and the Python API's handling of bad arguments."""
 
+import json
 import os
 import stat
+import threading
+import time
 
 import pytest
 
+import lro_wasm
 from lro_wasm import Lro, LroError, config
 
 RECORDS = [{"id": f"m{i}", "namespace": "_semantic/x", "title": f"Title {i}"} for i in range(100)]
@@ -17,15 +21,17 @@ def mode(path):
 
 def test_a_missing_directory_is_created_0700_and_new_files_are_0600(lro, tmp_path):
     dir = tmp_path / "a" / "b"
-    old = os.umask(0)  # without the host's chmod the file would come out world-readable
+    old = os.umask(0)  # without the host's chmod the files would come out world-readable
     try:
         out = lro.offload(config(str(dir), threshold=100), {"operation": "list", "records": RECORDS})
+        tool = lro.intercept(config(str(dir), threshold=100), {"tool": "t", "result": {"content": [
+            {"type": "text", "text": json.dumps({"rows": RECORDS})}]}})
     finally:
         os.umask(old)
-    assert out["kind"] == "offloaded"
+    assert out["kind"] == "offloaded" and tool["kind"] == "offloaded", (out, tool)
     assert mode(dir) == 0o700 and mode(tmp_path / "a") == 0o700
     assert os.path.dirname(out["path"]) == os.path.realpath(dir)
-    assert mode(out["path"]) == 0o600
+    assert [mode(p) for p in [out["path"], *tool["files"]]] == [0o600] * (1 + len(tool["files"]))
 
 
 def test_a_file_that_was_there_before_keeps_its_mode(lro, tmp_path):
@@ -44,16 +50,6 @@ def test_the_directory_is_preopened_at_its_canonical_path(lro, tmp_path):
     out = lro.offload(config(str(link) + "/./", threshold=100), {"operation": "list", "records": RECORDS})
     assert out["path"].startswith(os.path.realpath(real) + "/"), out["path"]
     assert f'"file_path":"{out["path"]}"' in out["descriptor"]
-
-
-def test_a_read_only_directory_degrades_even_for_root(lro, tmp_path):
-    tmp_path.chmod(0o500)
-    try:
-        out = lro.offload(config(str(tmp_path), threshold=100), {"operation": "list", "records": RECORDS})
-    finally:
-        tmp_path.chmod(0o700)
-    assert out["kind"] == "degraded", out
-    assert os.listdir(tmp_path) == []
 
 
 def test_events_arrive_in_order_before_the_call_returns(wasm, tmp_path):
@@ -95,15 +91,236 @@ def test_bad_arguments_raise_lro_errors_naming_the_field(lro, tmp_path, cfg, req
     assert caught.value.kind == kind and text in caught.value.message, caught.value
 
 
-def test_a_directory_that_is_not_one_is_a_directory_error(lro, tmp_path):
-    file = tmp_path / "file"
-    file.write_text("")
-    with pytest.raises(LroError) as caught:
-        lro.offload(config(str(file)), {"operation": "list", "records": []})
-    assert caught.value.kind == "directory" and "not a directory" in caught.value.message
+# ---- an unusable offload directory ------------------------------------------------------------
+
+
+def unusable_dir(tmp_path, kind):
+    """(the `dir` to configure, the reason the host must give, a check that nothing was left)."""
+    if kind == "regular-file":
+        file = tmp_path / "file"
+        file.write_text("theirs")
+        return str(file), "not a directory", lambda: file.read_text() == "theirs" and os.listdir(tmp_path) == ["file"]
+    if kind == "parent-is-a-file":
+        (tmp_path / "file").write_text("theirs")
+        return str(tmp_path / "file" / "sub"), "cannot create it: Not a directory (os error 20)", \
+            lambda: os.listdir(tmp_path) == ["file"]
+    if kind in ("world-writable", "group-writable"):
+        dir = tmp_path / "shared"
+        dir.mkdir()
+        dir.chmod(0o777 if kind == "world-writable" else 0o770)
+        who = "everyone (mode 777)" if kind == "world-writable" else "its group (mode 770)"
+        return str(dir), f"writable by {who}; refusing to use it: make it 0700", lambda: os.listdir(dir) == []
+    if kind == "owned-by-another-user":
+        me = os.geteuid()
+        if me == 0:  # root can give a directory away
+            dir = tmp_path / "theirs"
+            dir.mkdir(mode=0o700)
+            os.chown(dir, 65534, -1)
+            other = 65534
+        else:  # anyone else finds one owned by root
+            dir, other = "/", 0
+        return str(dir), f"owned by uid {other}, not by this user (uid {me}); refusing to use it", \
+            lambda: not [n for n in os.listdir(dir) if n.startswith("atlatl-")]
+    raise AssertionError(kind)
+
+
+UNUSABLE = ["regular-file", "parent-is-a-file", "world-writable", "group-writable", "owned-by-another-user"]
+
+
+@pytest.mark.parametrize("kind", UNUSABLE)
+def test_an_unusable_directory_degrades_offload_and_intercept_with_the_reason(wasm, tmp_path, kind):
+    dir, reason, nothing_left = unusable_dir(tmp_path, kind)
+    seen = []
+    lro = Lro(wasm, on_event=seen.append)
+    out = lro.offload(config(dir, threshold=100), {"operation": "list", "records": RECORDS})
+    assert out["kind"] == "degraded", out
+    assert f"offload directory {dir}: {reason}" in out["warning"], out["warning"]
+    [event] = seen
+    assert event["kind"] == "offload-write-failed" and reason in event["error"], event
+    assert event["path"].startswith(os.path.abspath(dir) + "/"), event
+    memory = lro.intercept(config(dir, threshold=100), {"tool": "recall_memories", "result": {"content": [
+        {"type": "text", "text": json.dumps(RECORDS)}]}})
+    assert memory["kind"] == "degraded" and reason in memory["warning"], memory
+    # A generic tool's result degrades too. (Its warning does not give the host's reason yet:
+    # the component's generic profile tries the write without consulting `dir_problem`.)
+    generic = lro.intercept(config(dir, threshold=100), {"tool": "t", "result": {"content": [
+        {"type": "text", "text": json.dumps({"rows": RECORDS})}]}})
+    assert generic["kind"] == "degraded", generic
+    assert [e["kind"] for e in seen] == ["offload-write-failed"] * 3
+    assert nothing_left()
+
+
+def test_an_unusable_relative_directory_is_reported_as_an_absolute_path(lro, tmp_path, monkeypatch):
+    (tmp_path / "file").write_text("")
+    monkeypatch.chdir(tmp_path)
+    out = lro.offload(config("file", threshold=100), {"operation": "list", "records": RECORDS})
+    assert out["kind"] == "degraded" and f"{tmp_path}/file/atlatl-list-" in out["warning"], out
+
+
+def test_a_read_only_directory_degrades_even_for_root(wasm, tmp_path):
+    seen = []
+    lro = Lro(wasm, on_event=seen.append)
+    tmp_path.chmod(0o500)  # root could write into it, but the host mounts it read-only
+    try:
+        out = lro.offload(config(str(tmp_path), threshold=100), {"operation": "list", "records": RECORDS})
+    finally:
+        tmp_path.chmod(0o700)
+    assert out["kind"] == "degraded", out
+    assert [e["kind"] for e in seen] == ["offload-write-failed"], seen
+    assert os.listdir(tmp_path) == []
+
+
+@pytest.mark.parametrize("kind", UNUSABLE)
+def test_extract_call_tool_and_sweep_refuse_an_unusable_directory(lro, tmp_path, kind):
+    dir, reason, _ = unusable_dir(tmp_path, kind)
+    calls = {
+        "extract": lambda: lro.extract(config(dir), {"path": f"{dir}/x.jsonl", "query": "."}),
+        "call_tool": lambda: lro.call_tool(config(dir), {"file_path": f"{dir}/x.jsonl", "query": "."}),
+        "sweep": lambda: lro.sweep(config(dir), 0),
+    }
+    for name, run in calls.items():
+        with pytest.raises(LroError) as caught:
+            run()
+        assert caught.value.kind == "directory", f"{name}: {caught.value}"
+        if kind == "parent-is-a-file":  # nothing is created for these calls: it just does not exist
+            assert caught.value.message == f"offload directory {dir}: Not a directory (os error 20)", name
+        else:
+            assert caught.value.message == f"offload directory {dir}: {reason}", f"{name}: {caught.value}"
     with pytest.raises(LroError) as caught:
         lro.extract({"dir": str(tmp_path / "missing")}, {"path": "/x", "query": "."})
-    assert caught.value.kind == "directory"
+    assert caught.value.kind == "directory" and "No such file or directory" in caught.value.message
+
+
+def test_a_directory_wasmtime_cannot_open_degrades_too(lro, tmp_path, monkeypatch):
+    # Root opens any directory, so the failure is injected where wasmtime opens it.
+    def refuse(*_args, **_kwargs):
+        raise lro_wasm.WasmtimeError("failed to add preopen dir")
+
+    monkeypatch.setattr(lro_wasm.WasiConfig, "preopen_dir", refuse)
+    out = lro.offload(config(str(tmp_path), threshold=100), {"operation": "list", "records": RECORDS})
+    assert out["kind"] == "degraded" and f"offload directory {tmp_path}: cannot open it" in out["warning"], out
+    with pytest.raises(LroError) as caught:
+        lro.extract(config(str(tmp_path)), {"path": f"{tmp_path}/x.jsonl", "query": "."})
+    assert caught.value.kind == "directory" and "cannot open it" in caught.value.message, caught.value
+    assert os.listdir(tmp_path) == []
+
+
+def test_dir_problem_is_set_by_the_host_only(lro, tmp_path):
+    with pytest.raises(LroError) as caught:
+        lro.offload({**config(str(tmp_path)), "dir_problem": "mine"}, {"operation": "list", "records": []})
+    assert caught.value.kind == "invalid-config" and "dir_problem" in caught.value.message
+
+
+# ---- files are private, links and FIFOs are left alone -----------------------------------------
+
+
+def test_a_planted_symlink_is_not_followed_by_the_chmod(lro, tmp_path):
+    dir = tmp_path / "offload"
+    dir.mkdir(mode=0o700)
+    target = tmp_path / "outside.txt"
+    target.write_text("not ours")
+    target.chmod(0o644)
+    os.symlink(target, dir / "atlatl-list-01JDEF7X2K0000000000000000.jsonl")
+    out = lro.offload(config(str(dir), threshold=100), {"operation": "list", "records": RECORDS})
+    assert out["kind"] == "offloaded" and mode(out["path"]) == 0o600
+    assert mode(target) == 0o644
+    # The narrowing step itself, handed a link or a FIFO at a file's name: neither is changed
+    # (a chmod through the path would follow the link; an open without O_NONBLOCK would hang).
+    fifo = dir / "atlatl-list-01JDEF7X2K0000000000000001.jsonl"
+    os.mkfifo(fifo, 0o644)
+    for planted in (dir / "atlatl-list-01JDEF7X2K0000000000000000.jsonl", fifo):
+        lro_wasm._owner_only(str(dir), str(planted))
+    assert mode(target) == 0o644 and mode(fifo) == 0o644
+
+
+def test_a_fifo_with_an_lro_name_is_refused_promptly(lro, tmp_path):
+    fifo = tmp_path / "atlatl-recall-01JDEF7X2K0000000000000000.jsonl"
+    os.mkfifo(fifo, 0o600)
+    outcome = {}
+
+    def extract():
+        start = time.monotonic()
+        try:
+            lro.extract(config(str(tmp_path)), {"path": str(fifo), "recipe": 1})
+        except LroError as e:
+            outcome["error"] = e
+        outcome["took"] = time.monotonic() - start
+
+    worker = threading.Thread(target=extract, daemon=True)
+    worker.start()
+    worker.join(5)
+    if worker.is_alive():  # blocked opening the FIFO: release it, then fail
+        os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+        pytest.fail("extract blocked on a FIFO")
+    error = outcome.get("error")
+    assert error is not None and error.kind == "not-lro-file", outcome
+    assert outcome["took"] < 0.3, outcome  # the filter deadline is 1 s: this is not a timeout
+    # The next call works.
+    out = lro.offload(config(str(tmp_path), threshold=100), {"operation": "list", "records": RECORDS})
+    assert len(lro.extract(config(str(tmp_path)), {"path": out["path"], "recipe": 4})["values"]) == len(RECORDS)
+
+
+# ---- faults ---------------------------------------------------------------------------------
+
+
+def test_a_directory_deleted_between_offload_and_extract_is_an_error_naming_it(lro, tmp_path):
+    dir = tmp_path / "offload"
+    out = lro.offload(config(str(dir), threshold=100), {"operation": "list", "records": RECORDS})
+    for name in os.listdir(dir):
+        os.unlink(dir / name)
+    dir.rmdir()
+    with pytest.raises(LroError) as caught:
+        lro.extract(config(str(dir)), {"path": out["path"], "recipe": 1})
+    assert caught.value.kind == "directory" and str(dir) in caught.value.message, caught.value
+    with pytest.raises(LroError) as caught:
+        lro.call_tool(config(str(dir)), {"file_path": out["path"], "recipe": 1})
+    assert caught.value.kind == "directory" and str(dir) in caught.value.message, caught.value
+
+
+def test_a_file_truncated_mid_record_is_corrupt_naming_the_line(lro, tmp_path):
+    out = lro.offload(config(str(tmp_path), threshold=100), {"operation": "list", "records": RECORDS})
+    with open(out["path"], "rb") as f:
+        data = f.read()
+    # Cut the file in the middle of its last record (line len(RECORDS) + 1, after the header).
+    last = data.rstrip(b"\n").rindex(b"\n") + 1
+    with open(out["path"], "wb") as f:
+        f.write(data[: last + 10])
+    with pytest.raises(LroError) as caught:
+        lro.extract(config(str(tmp_path)), {"path": out["path"], "query": ".id"})
+    assert caught.value.kind == "corrupt", caught.value
+    assert f"line {len(RECORDS) + 1}" in caught.value.message, caught.value
+
+
+# ---- the functions added with the lro_extract tool ------------------------------------------
+
+
+def test_tool_definition_call_tool_and_rewrite_tools(lro, tmp_path):
+    definition = json.loads(lro.tool_definition())
+    assert definition["name"] == "lro_extract" and "file_path" in definition["inputSchema"]["properties"]
+    out = lro.offload(config(str(tmp_path), threshold=100), {"operation": "list", "records": RECORDS})
+    # Arguments as an object or as JSON text, exactly as a tools/call request carries them.
+    for arguments in ({"file_path": out["path"], "query": "length", "slurp": True},
+                      json.dumps({"file_path": out["path"], "recipe": 4})):
+        result = lro.call_tool(config(str(tmp_path)), arguments)
+        assert result["values"] == [str(len(RECORDS))] or len(result["values"]) == len(RECORDS), result
+    with pytest.raises(LroError) as caught:
+        lro.call_tool(config(str(tmp_path)), {"file_path": out["path"], "recipe": 1, "bogus": 2})
+    assert caught.value.kind == "invalid-request" and "bogus" in caught.value.message
+    tools = [{"name": "search", "inputSchema": {"type": "object"}, "outputSchema": {"type": "object"}}]
+    rewritten = json.loads(lro.rewrite_tools(config(str(tmp_path), native=True), tools))
+    assert rewritten == [{"name": "search", "inputSchema": {"type": "object"}}, definition]
+    assert json.loads(lro.rewrite_tools(config(str(tmp_path)), json.dumps(tools))) == rewritten[:1]
+
+
+def test_files_evicted_for_max_files_arrive_as_events(wasm, tmp_path):
+    seen = []
+    lro = Lro(wasm, on_event=seen.append)
+    cfg = config(str(tmp_path), threshold=100, max_files=1)
+    first = lro.offload(cfg, {"operation": "list", "records": RECORDS})
+    second = lro.offload(cfg, {"operation": "list", "records": RECORDS})
+    assert [e["kind"] for e in seen] == ["offload-created", "offload-file-evicted", "offload-created"], seen
+    assert seen[1] == {"kind": "offload-file-evicted", "path": first["path"], "bytes": first["bytes"], "cap": "max-files"}
+    assert os.listdir(tmp_path) == [os.path.basename(second["path"])]
 
 
 def test_values_in_the_json_form(lro, tmp_path):
@@ -122,10 +339,18 @@ def test_values_in_the_json_form(lro, tmp_path):
 def test_the_compiled_component_is_cached_privately(wasm, tmp_path, monkeypatch):
     cache = tmp_path / "cache"
     monkeypatch.setenv("LRO_CACHE_DIR", str(cache))
+    compiled = []
+    compile = lro_wasm._compile
+    monkeypatch.setattr(lro_wasm, "_compile", lambda *args: compiled.append(1) or compile(*args))
     Lro(wasm)
+    assert len(compiled) == 1
     [artifact] = os.listdir(cache)
     assert artifact.startswith("lro-py-") and artifact.endswith(".cwasm")
     assert mode(cache) == 0o700 and mode(cache / artifact) == 0o600
-    assert Lro(wasm).estimate("abcd") == 1  # loaded from the cache
+    assert Lro(wasm).estimate("abcd") == 1
+    assert len(compiled) == 1, "the second load compiled the component again: the cache missed"
     (cache / artifact).write_bytes(b"garbage")  # a broken artifact is compiled again, not trusted
     assert Lro(wasm).estimate("abcd") == 1
+    assert len(compiled) == 2
+    assert Lro(wasm).estimate("abcd") == 1  # and replaced in the cache by a good one
+    assert len(compiled) == 2 and os.listdir(cache) == [artifact]
