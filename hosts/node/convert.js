@@ -95,14 +95,21 @@ const OPERATIONS = ['recall', 'search', 'list', 'inject'];
 export const CONFIG_DEFAULTS = Object.freeze({
   enabled: true, threshold: 1600, ttl: 3600, prefix: 'atlatl', descriptor: 'full',
   native: false, schema_version: '0.1', recipes: 'v2', tools: [],
+  max_bytes: 1073741824, max_files: 1000,
 });
+// The fields a caller may set. `dir_problem` is not one: the host sets it (lro.js) when it finds
+// the directory unusable, and a caller setting it would make every offload degrade.
 const CONFIG_FIELDS = ['dir', ...Object.keys(CONFIG_DEFAULTS)];
+const HOST_ONLY_FIELDS = ['dir_problem'];
 const TOOL_FIELDS = ['name', 'enabled', 'threshold', 'sections', 'inline_keys'];
 
 /** A partial config in JSON form → a complete jco config (dir left as given). */
 export function config(partial) {
   const k = 'invalid-config';
   const given = object(partial ?? {}, 'config', k);
+  for (const key of HOST_ONLY_FIELDS) {
+    if (key in given) throw new LroError(k, `config.${key}: set by the host, never by callers`);
+  }
   known(given, CONFIG_FIELDS, 'config', k);
   const c = { ...CONFIG_DEFAULTS };
   for (const [key, value] of Object.entries(given)) if (value !== undefined) c[key] = value;
@@ -133,6 +140,9 @@ export function config(partial) {
         inlineKeys: strings(t.inline_keys, `${what}.inline_keys`),
       };
     }),
+    maxBytes: u64(c.max_bytes, 'config.max_bytes', k),
+    maxFiles: u32(c.max_files, 'config.max_files', k),
+    dirProblem: undefined,
   };
 }
 
@@ -183,4 +193,7 @@ export const args = {
   flag: (v, what) => (absent(v) ? false : bool(v, what)),
   limit: (v) => option(v, (n) => u32(n, 'limit')),
   now: (v) => u64(v, 'now'),
+  tools: (v) => json(v, 'tools'),
+  // A tools/call request without `arguments` means none were given: an empty object.
+  arguments: (v) => (v === undefined ? '{}' : json(v, 'arguments')),
 };

@@ -6,9 +6,12 @@
 //   const lro = new Lro({ onEvent: (e) => console.error(e) });
 //   const out = await lro.offload({ dir: '/tmp/lro-demo', threshold: 500 }, { operation: 'recall', records });
 //   lro.close();
-import { chmodSync, existsSync, mkdirSync, readFileSync, realpathSync, statSync } from 'node:fs';
+import {
+  closeSync, constants, existsSync, fchmodSync, fstatSync, mkdirSync, openSync, readFileSync, realpathSync, statSync,
+} from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { getSystemErrorMap } from 'node:util';
 import { Worker } from 'node:worker_threads';
 import * as convert from './convert.js';
 import { LroError } from './convert.js';
@@ -21,10 +24,10 @@ const PAGE = 64 * 1024;
 
 /** Defaults of the Rust host (host/src/lib.rs, `Options`). */
 export const DEFAULTS = Object.freeze({
-  timeout: 10_000, // ms, offload, intercept, sweep, recipes, estimate
-  filterTimeout: 1_000, // ms, extract and query: they run user filters
-  memory: 2048 * MiB, // bytes of linear memory
-  filterMemory: 512 * MiB,
+  timeout: 10_000, // ms: every call but the filter calls
+  filterTimeout: 1_000, // ms: the filter calls (extract, callTool, query), which run user filters
+  memory: 2048 * MiB, // bytes of linear memory: every call but the filter calls
+  filterMemory: 512 * MiB, // bytes of linear memory: the filter calls
 });
 
 /**
@@ -73,6 +76,21 @@ function duration(ms) {
   return ms >= 1000 ? `${ms / 1000}s` : `${ms}ms`;
 }
 
+/**
+ * The parent's node options for the worker, as Node would pass them, less `--input-type`: it is
+ * only allowed with --eval or stdin, so a worker inheriting it (`node --input-type=module -e ...`)
+ * fails to start.
+ */
+function workerExecArgv() {
+  const out = [];
+  const argv = process.execArgv;
+  for (let i = 0; i < argv.length; i++) {
+    if (argv[i] === '--input-type') i++; // and its value
+    else if (!argv[i].startsWith('--input-type=')) out.push(argv[i]);
+  }
+  return out;
+}
+
 let compiled = null;
 
 /** Compiles the transpiled core modules once per process, in two memory-capped variants. */
@@ -92,20 +110,32 @@ async function compile(gen, limits) {
   return modules;
 }
 
+/** An OS error as Rust's io::Error prints it ("No such file or directory (os error 2)"), so the
+ * three hosts word directory problems alike (they can reach the shared cases' expected files). */
+function osError(e) {
+  const text = typeof e?.errno === 'number' ? getSystemErrorMap().get(e.errno)?.[1] : undefined;
+  return text ? `${text[0].toUpperCase()}${text.slice(1)} (os error ${-e.errno})` : `${e?.message ?? e}`;
+}
+
 /**
- * Makes config.dir an existing, canonical directory (docs/HOSTS.md, host duty 1). Returns the
- * path and whether its mode has no write bit at all (then it is preopened read-only, even for
- * root). `create`: make it 0700 when missing (offload and intercept, as the Rust host does).
+ * Makes config.dir an existing, canonical directory that only this user can write to
+ * (docs/HOSTS.md, host duty 1), or throws an LroError of kind `directory` saying why it cannot
+ * be used. Returns the path and whether its mode has any write bit (without one it is preopened
+ * read-only, even for root). `create`: make it 0700 when missing (offload and intercept).
+ *
+ * A directory owned by another user, or writable by group or others, is refused: another local
+ * user could read what is offloaded there, or plant files and links in it. The messages are the
+ * Rust host's (host/src/lib.rs, `prepare_dir`).
  */
-function prepareDir(dir, create) {
-  const fail = (message) => new LroError('directory', `offload directory ${dir}: ${message}`);
-  if (typeof dir !== 'string' || dir === '') throw fail('no offload directory given');
-  const absolute = resolve(dir);
+function prepareDir(given, create) {
+  const fail = (reason) => new LroError('directory', `offload directory ${given}: ${reason}`);
+  if (given === '') throw fail('no offload directory given');
+  const absolute = resolve(given);
   if (create && !existsSync(absolute)) {
     try {
       mkdirSync(absolute, { recursive: true, mode: 0o700 });
     } catch (e) {
-      throw fail(`cannot create it: ${e.message}`);
+      throw fail(`cannot create it: ${osError(e)}`);
     }
   }
   let canonical, stat;
@@ -113,19 +143,46 @@ function prepareDir(dir, create) {
     canonical = realpathSync(absolute);
     stat = statSync(canonical);
   } catch (e) {
-    throw fail(e.code === 'ENOENT' ? 'No such file or directory' : e.message);
+    throw fail(osError(e));
   }
   if (!stat.isDirectory()) throw fail('not a directory');
+  const me = process.geteuid();
+  if (stat.uid !== me) throw fail(`owned by uid ${stat.uid}, not by this user (uid ${me}); refusing to use it`);
+  if (stat.mode & 0o022) {
+    const who = stat.mode & 0o002 ? 'everyone' : 'its group';
+    throw fail(`writable by ${who} (mode ${(stat.mode & 0o7777).toString(8)}); refusing to use it: make it 0700`);
+  }
+  // The shim never opens a preopen (it joins the guest's paths onto it), so a directory that
+  // cannot be opened would show up later as a failed read or write: find out here, as the Rust
+  // host does when it preopens.
+  try {
+    closeSync(openSync(canonical, constants.O_RDONLY | constants.O_DIRECTORY));
+  } catch (e) {
+    throw fail(`cannot open it: ${osError(e)}`);
+  }
   return { dir: canonical, writable: (stat.mode & 0o222) !== 0 };
 }
 
-/** WASI cannot set modes: a file the call created is narrowed to 0600 (host duty 4). */
+/**
+ * WASI cannot set modes: a file the call created is narrowed to 0600 (host duty 4). Through a
+ * descriptor opened without following a symlink (a link planted at the name must not redirect
+ * the chmod to a file outside) and without blocking (a FIFO planted there must not hang us).
+ */
 function ownerOnly(paths) {
   for (const path of paths) {
+    let fd;
     try {
-      chmodSync(path, 0o600);
+      fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
     } catch {
-      // Gone already (swept, or never written): nothing to protect.
+      continue; // gone already (swept), or replaced by a link: nothing of ours to protect
+    }
+    try {
+      if (fstatSync(fd).isFile()) fchmodSync(fd, 0o600);
+    } catch {
+      // As the Rust host: a file we cannot narrow is left as the umask made it; the call's
+      // result is still right.
+    } finally {
+      closeSync(fd);
     }
   }
 }
@@ -133,7 +190,8 @@ function ownerOnly(paths) {
 export class Lro {
   #options;
   #gen;
-  #worker = null;
+  #worker = null; // a started worker, or null
+  #ready = null; // promise of #worker's first message: it has loaded its modules
   #pending = null; // the call in the worker: {id, resolve, reject, timer}
   #queue = Promise.resolve();
   #nextId = 1;
@@ -152,37 +210,61 @@ export class Lro {
   async offload(config, request) {
     const c = convert.config(config);
     const r = convert.request(request);
-    return this.#withDir(c, 'offload', true, false, (cfg) => [cfg, r], (out) =>
-      (out.kind === 'offloaded' ? [out.path] : []));
+    return this.#writing(c, 'offload', (cfg) => [cfg, r], (out) => (out.kind === 'offloaded' ? [out.path] : []));
   }
 
   /** interceptor.intercept: what to forward for any tool's CallToolResult. */
   async intercept(config, call) {
     const c = convert.config(config);
     const t = convert.toolCall(call);
-    return this.#withDir(c, 'intercept', true, false, (cfg) => [cfg, t], (out) =>
-      (out.kind === 'offloaded' ? out.files : []));
+    return this.#writing(c, 'intercept', (cfg) => [cfg, t], (out) => (out.kind === 'offloaded' ? out.files : []));
+  }
+
+  /**
+   * interceptor.rewrite-tools: a `tools/list` result's `tools` array (JSON text or value) for a
+   * server whose results go through `intercept`; returns JSON text.
+   */
+  async rewriteTools(config, tools) {
+    // The dir in the config is checked by the component but never opened: no preopen.
+    const call = [convert.config(config), convert.args.tools(tools)];
+    return this.#call('rewriteTools', call, { dir: null, readOnly: true, limits: 'io' });
   }
 
   /** custodian.sweep: deletes expired files; `now` in ms since the epoch. */
   async sweep(config, now) {
     const c = convert.config(config);
     const n = convert.args.now(now);
-    return this.#withDir(c, 'sweep', false, false, (cfg) => [cfg, n], () => []);
+    const { dir, writable } = prepareDir(c.dir, false);
+    return this.#call('sweep', [{ ...c, dir }, n], { dir, readOnly: !writable, limits: 'io' });
   }
 
   /** extractor.extract: a recipe or jq filter over an offloaded file; the directory is read-only. */
   async extract(config, request) {
     const c = convert.config(config);
     const r = convert.extractRequest(request);
-    return this.#withDir(c, 'extract', false, true, (cfg) => [cfg, r], () => []);
+    return this.#reading(c, 'extract', r);
+  }
+
+  /** extractor.tool-definition: the `lro_extract` tool as `tools/list` lists it, JSON text. */
+  async toolDefinition() {
+    return this.#call('toolDefinition', [], { dir: null, readOnly: true, limits: 'io' });
+  }
+
+  /**
+   * extractor.call-tool: runs `lro_extract` from a `tools/call` request's `arguments` (an object
+   * or JSON text, passed through unchecked: the component checks them against the tool's schema).
+   * Like `extract`: read-only directory, filter limits.
+   */
+  async callTool(config, args) {
+    const c = convert.config(config);
+    return this.#reading(c, 'callTool', convert.args.arguments(args));
   }
 
   /** extractor.query: a jq filter over JSON text; no files. */
   async query(filter, input, { slurp = false, raw = false, limit = null } = {}) {
     const a = convert.args;
     const call = [a.filter(filter), a.input(input), a.flag(slurp, 'slurp'), a.flag(raw, 'raw'), a.limit(limit)];
-    return this.#call('query', call, { dir: null, readOnly: true, filter: true });
+    return this.#call('query', call, { dir: null, readOnly: true, limits: 'filter' });
   }
 
   /** interceptor.recipes: the ten recipes for a detail level, `file` in their shell commands. */
@@ -190,27 +272,45 @@ export class Lro {
     // The dir in the config is checked by the component but never opened: no preopen.
     const c = convert.config(config);
     const call = [c, convert.args.detail(detail), convert.args.file(file)];
-    return this.#call('recipes', call, { dir: null, readOnly: true, filter: false });
+    return this.#call('recipes', call, { dir: null, readOnly: true, limits: 'io' });
   }
 
   /** interceptor.estimate: the component's token estimate of a text. */
   async estimate(text) {
-    return this.#call('estimate', [convert.args.text(text)], { dir: null, readOnly: true, filter: false });
+    return this.#call('estimate', [convert.args.text(text)], { dir: null, readOnly: true, limits: 'io' });
   }
 
-  /** Stops the worker; later calls start a new one. */
+  /** Stops the worker; a call still running fails with kind `host`; later calls start a new one. */
   close() {
-    const worker = this.#worker;
-    this.#worker = null;
-    if (worker) worker.terminate();
+    this.#fail(new LroError('host', 'the call was stopped: Lro.close() was called while it ran'));
   }
 
-  async #withDir(config, fn, create, alwaysReadOnly, args, created) {
-    const { dir, writable } = prepareDir(config.dir, create);
-    const cfg = { ...config, dir };
-    const out = await this.#call(fn, args(cfg), { dir, readOnly: alwaysReadOnly || !writable, filter: fn === 'extract' });
+  /**
+   * offload and intercept: an unusable directory never fails the call. Nothing is preopened, the
+   * reason goes to the component as `dir_problem`, and it degrades the result and emits
+   * `offload-write-failed`, as for any failed write.
+   */
+  async #writing(config, fn, args, created) {
+    let cfg, how;
+    try {
+      const { dir, writable } = prepareDir(config.dir, true);
+      cfg = { ...config, dir };
+      how = { dir, readOnly: !writable, limits: 'io' };
+    } catch (e) {
+      if (!(e instanceof LroError)) throw e;
+      // The component checks that dir is absolute before it degrades; "" has no absolute form.
+      cfg = { ...config, dir: config.dir === '' ? '/' : resolve(config.dir), dirProblem: e.message };
+      how = { dir: null, readOnly: true, limits: 'io' };
+    }
+    const out = await this.#call(fn, args(cfg), how);
     ownerOnly(created(out));
     return out;
+  }
+
+  /** extract and callTool: the directory must be usable (else a `directory` error), read-only. */
+  async #reading(config, fn, request) {
+    const { dir } = prepareDir(config.dir, false);
+    return this.#call(fn, [{ ...config, dir }, request], { dir, readOnly: true, limits: 'filter' });
   }
 
   /** Runs one call in the worker; calls queue so that each gets the worker to itself. */
@@ -220,31 +320,54 @@ export class Lro {
     return run;
   }
 
-  async #run(fn, args, { dir, readOnly, filter }) {
+  async #run(fn, args, { dir, readOnly, limits }) {
     const worker = await this.#ensureWorker();
     const o = this.#options;
+    const filter = limits === 'filter';
     const timeout = filter ? o.filterTimeout : o.timeout;
     return new Promise((resolve, reject) => {
       const id = this.#nextId++;
+      // The deadline starts here, with the worker ready: starting a thread and loading the
+      // bindings (100 ms or more on a busy machine) must not eat into a 1 s filter deadline,
+      // or the call after a timeout could time out for no fault of its own.
       const timer = setTimeout(() => {
         // The only way to stop wasm running in V8: end the thread. The next call starts a new one.
         this.#fail(new LroError('timeout', `limit exceeded: the call ran longer than its ${duration(timeout)} time limit and was stopped`));
       }, timeout);
       this.#pending = { id, resolve, reject, timer };
       worker.ref();
-      worker.postMessage({ id, fn, args, dir, readOnly, memory: filter ? 'filter' : 'io', memoryLimit: filter ? o.filterMemory : o.memory });
+      worker.postMessage({ id, fn, args, dir, readOnly, memory: limits, memoryLimit: filter ? o.filterMemory : o.memory });
     });
   }
 
+  /** The worker, started if need be; resolves once it has loaded its modules. */
   async #ensureWorker() {
-    if (this.#worker) return this.#worker;
+    if (this.#worker) {
+      await this.#ready;
+      return this.#worker;
+    }
     const o = this.#options;
     const modules = await compile(this.#gen, o);
     const worker = new Worker(join(here, 'worker.js'), {
-      workerData: { modules },
+      workerData: { gen: this.#gen, modules },
+      execArgv: workerExecArgv(),
       // Caps the JS heap of the thread (results, events); wasm memory is capped by capMemory.
       resourceLimits: { maxOldGenerationSizeMb: Math.max(256, Math.ceil(o.memory / MiB)) },
     });
+    this.#worker = worker;
+    this.#ready = new Promise((resolve, reject) => {
+      worker.once('message', (m) => (m?.ready ? resolve() : reject(new LroError('host', 'the worker did not start'))));
+      // Until it is ready, failing to start is a load error (e.g. gen/ holds broken bindings).
+      worker.once('error', (e) => reject(new LroError('load', `the worker could not start: ${e?.message ?? e}`)));
+      worker.once('exit', (code) => reject(new LroError('load', `the worker exited while starting (code ${code})`)));
+    });
+    try {
+      await this.#ready;
+    } catch (e) {
+      if (this.#worker === worker) this.#worker = null;
+      worker.terminate();
+      throw e;
+    }
     worker.on('message', (m) => this.#message(worker, m));
     worker.on('error', (e) => {
       if (worker !== this.#worker) return;
@@ -256,7 +379,6 @@ export class Lro {
       if (worker === this.#worker) this.#fail(new LroError('host', `the worker exited (code ${code})`));
     });
     worker.unref();
-    this.#worker = worker;
     return worker;
   }
 
@@ -288,12 +410,13 @@ export class Lro {
     this.#worker?.unref();
   }
 
-  /** Ends the pending call with `error` and discards the worker, which may still be running. */
+  /** Ends the pending call (if any) with `error` and discards the worker, which may still be running. */
   #fail(error) {
     const p = this.#pending;
     this.#settle();
     const worker = this.#worker;
     this.#worker = null;
+    this.#ready = null;
     if (worker) worker.terminate();
     if (p) p.reject(error);
   }

@@ -2,11 +2,12 @@
 // preopen. It lives in a worker_thread so that the main thread can stop a runaway filter with
 // worker.terminate(): jco and the preview2-shim offer no fuel, epoch or memory limit.
 //
-// Messages in:  {id, fn, args, dir, readOnly, memory}    (args already in jco's JS form)
-// Messages out: {id, event} ... then {id, result} or {id, error: {kind, message}}
+// Messages in:  {id, fn, args, dir, readOnly, memory, memoryLimit}    (args already in jco's JS form)
+// Messages out: {ready: true} once, when the modules are loaded; then per call
+//               {id, event} ... then {id, result} or {id, error: {kind, message}}
 import { parentPort, workerData } from 'node:worker_threads';
 import process from 'node:process';
-import { instantiate } from './gen/lro.js';
+import { pathToFileURL } from 'node:url';
 import * as cli from '@bytecodealliance/preview2-shim/cli';
 import * as clocks from '@bytecodealliance/preview2-shim/clocks';
 import * as filesystem from '@bytecodealliance/preview2-shim/filesystem';
@@ -14,7 +15,9 @@ import * as io from '@bytecodealliance/preview2-shim/io';
 import * as random from '@bytecodealliance/preview2-shim/random';
 import { toJson } from './convert.js';
 
-const { modules } = workerData;
+const { gen, modules } = workerData;
+// The bindings of the same gen/ the core modules were compiled from (the `gen` option of Lro).
+const { instantiate } = await import(pathToFileURL(`${gen}/lro.js`).href);
 
 // Without JSPI (Node 20), jco's glue calls WebAssembly.promising six times per instantiation in
 // a try/catch and keeps the plain function. Each failed call costs ~5 ms, because V8 re-parses
@@ -55,9 +58,9 @@ Descriptor.prototype.openAt = function (pathFlags, path, openFlags, flags) {
   if (readOnly && (openFlags.create || openFlags.exclusive || openFlags.truncate || flags.write)) {
     throw 'not-permitted';
   }
-  // Shim bug (FACTS.md): it throws `unsupported` for mutateDirectory, which wasi-libc sets on
-  // every directory open, so File::create fails with "Not supported (os error 58)". wasmtime
-  // ignores the flag; so do we.
+  // Shim bug (preview2-shim 0.26): its openAt throws `unsupported` when the mutateDirectory
+  // flag is set, and wasi-libc sets it on every directory open, so the guest's File::create
+  // fails with "Not supported (os error 58)". wasmtime ignores the flag; so do we.
   return openAt.call(this, pathFlags, path, openFlags, { ...flags, mutateDirectory: false });
 };
 
@@ -97,7 +100,10 @@ const exportsOf = {
   intercept: (lro) => lro.interceptor.intercept,
   recipes: (lro) => lro.interceptor.recipes,
   estimate: (lro) => lro.interceptor.estimate,
+  rewriteTools: (lro) => lro.interceptor.rewriteTools,
   extract: (lro) => lro.extractor.extract,
+  toolDefinition: (lro) => lro.extractor.toolDefinition,
+  callTool: (lro) => lro.extractor.callTool,
   query: (lro) => lro.extractor.query,
   sweep: (lro) => lro.custodian.sweep,
 };
@@ -156,3 +162,5 @@ function describe(error, linear, memoryLimit) {
 // second message can never run while the first awaits.
 let queue = Promise.resolve();
 parentPort.on('message', (message) => { queue = queue.then(() => call(message)); });
+// lro.js starts a call's deadline only after this, so starting the thread does not count.
+parentPort.postMessage({ ready: true });

@@ -1,10 +1,17 @@
 #!/usr/bin/env node
 // An MCP server (stdio) whose tool results go through the lro component: a large result is
-// written to a JSONL file and the model gets a descriptor instead; `lro_extract` then runs jq
-// over that file. Run: LRO_DIR=/tmp/lro-mcp node examples/mcp-server.js
+// written to a JSONL file and the model gets a descriptor instead; the `lro_extract` tool then
+// runs recipes or jq over that file. Run: LRO_DIR=/tmp/lro-mcp node examples/mcp-server.js
 //
 // Environment: LRO_DIR (offload directory; default a new private temp dir), LRO_THRESHOLD
 // (tokens; default 1600).
+//
+// The three places a server wires the component in:
+//   tools/list  → lro.rewriteTools: drops outputSchema from tools whose results may be offloaded
+//                 (a descriptor does not match the schema, and clients reject a result that
+//                 breaks it) and appends lro_extract exactly as the component defines it;
+//   tools/call  → lro.intercept on every result: forwards it, or a descriptor, or a truncation;
+//   lro_extract → lro.callTool with the call's arguments as they came.
 import { mkdirSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -12,7 +19,7 @@ import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { CallToolRequestSchema, ListToolsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { Lro, LroError } from '../lro.js';
-import { getNote, searchNotes } from './notes.js';
+import { getNote, recallMemories, searchNotes } from './notes.js';
 
 const config = {
   dir: process.env.LRO_DIR || mkdtempSync(join(tmpdir(), 'lro-mcp-')),
@@ -24,17 +31,38 @@ const lro = new Lro({ onEvent: (e) => console.error(`lro: ${e.kind} ${e.path}`) 
 
 const text = (t, isError = false) => ({ content: [{ type: 'text', text: t }], ...(isError ? { isError } : {}) });
 
-// No tool has an outputSchema: an offloaded result no longer matches one, and SDK clients reject
-// results that do not (FACTS.md, "MCP").
+// The server's own tools, as it would list them without LRO.
 const tools = [
   {
     name: 'search_notes',
-    description: 'Search the team notes by topic word; returns every match as a JSON array.',
+    description: 'Search the team notes by topic word; returns every match.',
     inputSchema: {
       type: 'object',
       properties: { query: { type: 'string' }, count: { type: 'integer', minimum: 1, maximum: 5000 } },
     },
-    run: ({ query = '', count = 300 }) => text(JSON.stringify(searchNotes(query, count), null, 1)),
+    outputSchema: {
+      type: 'object',
+      properties: { notes: { type: 'array', items: { type: 'object' } } },
+      required: ['notes'],
+    },
+    run: ({ query = '', count = 300 }) => {
+      const notes = searchNotes(query, count);
+      return { ...text(JSON.stringify(notes, null, 1)), structuredContent: { notes } };
+    },
+  },
+  {
+    name: 'recall_memories',
+    description: 'Recall the team\'s memories about a topic word, best match first.',
+    inputSchema: {
+      type: 'object',
+      properties: {
+        query: { type: 'string' },
+        detail: { type: 'string', enum: ['light', 'medium', 'full'] },
+        count: { type: 'integer', minimum: 1, maximum: 5000 },
+      },
+    },
+    run: ({ query = '', detail = 'light', count = 120 }) =>
+      text(JSON.stringify({ memories: recallMemories(query, detail, count) })),
   },
   {
     name: 'get_note',
@@ -45,50 +73,37 @@ const tools = [
       return note ? text(JSON.stringify(note)) : text(`no note ${id}`, true);
     },
   },
-  {
-    name: 'lro_extract',
-    description: 'Extract values from an offloaded result file (a descriptor\'s file path) with a jq query '
-      + '(run per record, or over all records with slurp) or a recipe number.',
-    inputSchema: {
-      type: 'object',
-      properties: {
-        path: { type: 'string' },
-        recipe: { type: 'integer', minimum: 1, maximum: 10 },
-        query: { type: 'string' },
-        params: { type: 'object' },
-        slurp: { type: 'boolean' },
-        limit: { type: 'integer', minimum: 1 },
-      },
-      required: ['path'],
-    },
-    run: async (args) => {
-      try {
-        return text((await lro.extract(config, args)).text);
-      } catch (e) {
-        if (e instanceof LroError) return text(`${e.kind}: ${e.message}`, true);
-        throw e;
-      }
-    },
-  },
 ];
 
 const server = new Server({ name: 'lro-notes-example', version: '0.1.0' }, { capabilities: { tools: {} } });
 
-server.setRequestHandler(ListToolsRequestSchema, () => ({
-  tools: tools.map(({ name, description, inputSchema }) => ({ name, description, inputSchema })),
-}));
-
-server.setRequestHandler(CallToolRequestSchema, async (request) => {
-  const { name, arguments: args = {} } = request.params;
-  const tool = tools.find((t) => t.name === name);
-  if (!tool) return text(`unknown tool ${name}`, true);
-  const result = await tool.run(args);
-  // Extraction output is sized by its own limit and must never be offloaded again.
-  return name === 'lro_extract' ? result : offload(request, result);
+server.setRequestHandler(ListToolsRequestSchema, async () => {
+  const listed = tools.map(({ run, ...tool }) => tool);
+  return { tools: JSON.parse(await lro.rewriteTools(config, listed)) };
 });
 
+server.setRequestHandler(CallToolRequestSchema, async (request) => {
+  const { name, arguments: args } = request.params;
+  // Extraction output is sized by its own limit and is never offloaded again.
+  if (name === 'lro_extract') return extract(args);
+  const tool = tools.find((t) => t.name === name);
+  const result = tool ? await tool.run(args ?? {}) : text(`unknown tool ${name}`, true);
+  return intercept(request, result);
+});
+
+/** lro_extract: the arguments go to the component unchanged; it checks them against the schema. */
+async function extract(args) {
+  try {
+    return text((await lro.callTool(config, args)).text);
+  } catch (e) {
+    // A bad path, a bad filter, an expired file: the model reads the message and tries again.
+    if (e instanceof LroError) return text(`${e.kind}: ${e.message}`, true);
+    throw e;
+  }
+}
+
 /** Passes a tool result through interceptor.intercept; forwards what it says to forward. */
-async function offload(request, result) {
+async function intercept(request, result) {
   const { name, arguments: args = {}, _meta } = request.params;
   // Newer protocols carry the client's capabilities in each request's _meta; older ones in
   // initialize. Either tells the component whether a downstream LRO proxy offloads already.
@@ -99,7 +114,8 @@ async function offload(request, result) {
     const out = await lro.intercept(config, { tool: name, arguments: args, result, meta });
     return out.kind === 'unchanged' ? result : JSON.parse(out.result);
   } catch (e) {
-    // Offloading is an optimisation: if it fails, the tool's own result still goes out.
+    // Only a malformed result gets here (an unusable directory degrades instead): forward the
+    // tool's own result rather than lose it.
     console.error(`lro: intercept failed, forwarding the result unchanged: ${e.message}`);
     return result;
   }

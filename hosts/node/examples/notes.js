@@ -28,3 +28,27 @@ export function getNote(id) {
   const n = Number(/^note-(\d+)$/.exec(id ?? '')?.[1]);
   return n >= 1 ? searchNotes('', n).at(-1) : null;
 }
+
+const TYPES = ['semantic', 'episodic', 'procedural'];
+
+/**
+ * The notes matching `query` as memory records (the shape `recall_memories` returns: ranked hits
+ * `{memory, score}`), so that the component offloads them with the memory recipes. `light`
+ * detail leaves out `content`, as a memory service does.
+ */
+export function recallMemories(query = '', detail = 'light', count = 120) {
+  return searchNotes(query, count).map((note, i) => {
+    const memory_type = TYPES[i % TYPES.length];
+    const memory = {
+      id: note.id,
+      memory_type,
+      namespace: `_${memory_type}/${note.topic}`,
+      title: note.title,
+      tags: [note.topic, note.owner],
+      created: note.created,
+      status: 'active',
+    };
+    if (detail !== 'light') memory.content = note.body;
+    return { memory, score: Number((1 - i / (count * 2)).toFixed(4)) };
+  });
+}

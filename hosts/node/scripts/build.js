@@ -22,7 +22,8 @@ const gen = join(here, 'gen');
 rmSync(gen, { recursive: true, force: true });
 const jco = join(here, 'node_modules', '.bin', 'jco');
 if (!existsSync(jco)) {
-  console.error('jco is not installed: run `npm ci` in hosts/node first');
+  // Not `npm ci`: the lock file lacks jco's optional platform packages, so `npm ci` refuses it.
+  console.error('jco is not installed: run `npm install` in hosts/node first');
   process.exit(1);
 }
 const run = spawnSync(jco, [

@@ -135,6 +135,10 @@ function call(lro, name, config, args) {
     case 'extract': return lro.extract(config, args.request);
     case 'query': return lro.query(args.filter, args.input, { slurp: args.slurp, raw: args.raw, limit: args.limit });
     case 'sweep': return lro.sweep(config, args.now);
+    case 'tool_definition': return lro.toolDefinition();
+    // An arg absent from `args` is null (docs/HOSTS.md), which the JSON form passes as `null`.
+    case 'call_tool': return lro.callTool(config, args.arguments ?? null);
+    case 'rewrite_tools': return lro.rewriteTools(config, args.tools ?? null);
     default: throw new Error(`unknown call ${name}`);
   }
 }
