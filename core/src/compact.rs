@@ -39,6 +39,8 @@ pub struct Scan<'a> {
     /// For an object: the richest MIF detail level its top-level members show (0 light, 1
     /// medium: `content`, `summary` or `confidence`; 2 full: `provenance`, `entities`, ...).
     pub level: u8,
+    /// How deeply the value nests: 0 for a scalar, 1 for `[]` or `{}`.
+    pub depth: usize,
 }
 
 /// Scans valid JSON text once: whether it is compact, and an object's top-level members that
@@ -114,6 +116,7 @@ pub fn scan(raw: &str) -> Scan<'_> {
             }
             b'{' | b'[' => {
                 depth += 1;
+                found.depth = found.depth.max(depth);
                 if depth == 1 && top_object {
                     expect_key = true;
                 }

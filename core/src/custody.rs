@@ -110,7 +110,13 @@ pub(crate) fn created_ms(path: &str, ulid: Ulid, header: Option<u64>) -> u64 {
 fn offload_files(config: &Config, dir: &str) -> io::Result<Vec<(Ulid, String, u64)>> {
     let mut files = Vec::new();
     for entry in fs::read_dir(dir)? {
-        let entry = entry?;
+        let entry = match entry {
+            Ok(entry) => entry,
+            // wasi-libc reads each entry's metadata while listing: a file renamed or deleted
+            // by another writer meanwhile is gone, not an error.
+            Err(e) if e.kind() == ErrorKind::NotFound => continue,
+            Err(e) => return Err(e),
+        };
         let Some(name) = entry.file_name().to_str().map(str::to_owned) else {
             continue;
         };
@@ -179,7 +185,12 @@ pub fn sweep(config: &Config, now_ms: u64, emit: &mut dyn FnMut(Event)) -> Resul
     let entries = fs::read_dir(dir).map_err(|e| Error::Io(format!("listing {dir}: {e}")))?;
     let mut ours = Vec::new();
     for entry in entries {
-        let entry = entry.map_err(|e| Error::Io(format!("listing {dir}: {e}")))?;
+        let entry = match entry {
+            Ok(entry) => entry,
+            // Renamed or deleted by another writer since the listing began.
+            Err(e) if e.kind() == ErrorKind::NotFound => continue,
+            Err(e) => return Err(Error::Io(format!("listing {dir}: {e}"))),
+        };
         let Some(name) = entry.file_name().to_str().map(str::to_owned) else {
             continue;
         };

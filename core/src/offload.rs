@@ -192,6 +192,16 @@ fn parse_records(text: &str) -> Result<Vec<Record<'_>>, Error> {
 fn to_record(i: usize, raw: &str) -> Result<Record<'_>, Error> {
     let unusable = |e: String| Error::InvalidInput(format!("records[{i}] cannot be written as JSON: {e}"));
     let scan = compact::scan(raw);
+    // The extractor parses a line at most this deep; a record it could never read back is
+    // refused here rather than offloaded.
+    if scan.depth > crate::jq::MAX_DEPTH {
+        return Err(Error::InvalidInput(format!(
+            "records[{i}] is nested {} levels deep; offloaded records may nest at most {} levels, \
+             the most lro_extract reads",
+            scan.depth,
+            crate::jq::MAX_DEPTH
+        )));
+    }
     let inline = compacted(raw, scan.compact).map_err(unusable)?;
     match scan.memory {
         Some(memory) if memory.starts_with('{') => {
