@@ -50,14 +50,6 @@ impl Operation {
         }
     }
 
-    /// The detail level a call gets when it names none (spec: light for recall, medium for inject).
-    pub fn default_detail(self) -> Detail {
-        match self {
-            Operation::Inject => Detail::Medium,
-            Operation::Recall | Operation::Search | Operation::List => Detail::Light,
-        }
-    }
-
     /// True when the result set is ranked (line order is rank order).
     pub fn is_ranked(self) -> bool {
         matches!(self, Operation::Recall | Operation::Search)

@@ -2,7 +2,7 @@
 //! out, for any tool. Memory tools go through the record-level interceptor ([`crate::offload`]);
 //! every other tool through the generic profile: its data split into sections, each section a
 //! JSONL file with an inferred line schema and generated recipes, in the descriptor shape of the
-//! Python reference (`spec/python-offload-response.md`).
+//! Python offloading library the spec accompanies (sections, `inline_keys`, `lro_warning`).
 
 use std::collections::{HashMap, HashSet};
 use std::fs;

@@ -25,7 +25,8 @@ pub struct Request<'a> {
     pub operation: Operation,
     /// Its query, if any.
     pub query: Option<&'a str>,
-    /// The requested detail level; None means the operation's default.
+    /// The detail level the call asked for. Informative: the file's level is the one its
+    /// records show (see `offload`).
     pub detail: Option<Detail>,
     /// JSON array of memories or search hits.
     pub records: &'a str,
@@ -83,7 +84,8 @@ pub(crate) fn offload_estimated(
     }
     let records = parse_records(request.records)?;
 
-    // The estimate covers the JSON text the result set would be returned as inline.
+    // The estimate covers the JSON text the result set would be returned as inline (unless the
+    // MCP-level caller passed its own, of what the model reads).
     let mut counts = Counts {
         other: 2 + records.len().saturating_sub(1) as u64,
         cjk: 0,

@@ -135,7 +135,7 @@ fn adaptive(detail: Detail) -> [Row; 2] {
     }
 }
 
-/// The MIF v1 library (`spec/mif-lro-v1.md`), with the same guards against missing fields.
+/// The MIF v1 library (the older LRO section of the MIF documentation, listed in `docs/FORMAT.md`), with the same guards against missing fields.
 const V1: [Row; 10] = [
     (
         1,

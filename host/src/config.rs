@@ -459,6 +459,150 @@ mod tests {
         );
     }
 
+    /// Every key works from the file, from the environment and from its flag, with the same
+    /// effect; and the README's configuration table documents every key.
+    #[test]
+    fn every_key_works_from_file_environment_and_flag() {
+        // key, its TOML value, its environment text, the flag's value, and the field it sets.
+        type Check = fn(&Settings) -> bool;
+        let table: [(&str, &str, &str, Overrides, Check); 11] = [
+            (
+                "enabled",
+                "false",
+                "false",
+                Overrides {
+                    enabled: Some(false),
+                    ..Overrides::default()
+                },
+                |s| !s.enabled,
+            ),
+            (
+                "threshold_tokens",
+                "77",
+                "77",
+                Overrides {
+                    threshold_tokens: Some(77),
+                    ..Overrides::default()
+                },
+                |s| s.threshold_tokens == 77,
+            ),
+            (
+                "ttl_seconds",
+                "60",
+                "60",
+                Overrides {
+                    ttl_seconds: Some(60),
+                    ..Overrides::default()
+                },
+                |s| s.ttl_seconds == 60,
+            ),
+            (
+                "output_dir",
+                "\"/x\"",
+                "/x",
+                Overrides {
+                    output_dir: Some("/x".into()),
+                    ..Overrides::default()
+                },
+                |s| s.output_dir == "/x",
+            ),
+            (
+                "prefix",
+                "\"lro\"",
+                "lro",
+                Overrides {
+                    prefix: Some("lro".into()),
+                    ..Overrides::default()
+                },
+                |s| s.prefix == "lro",
+            ),
+            (
+                "descriptor",
+                "\"bare\"",
+                "bare",
+                Overrides {
+                    descriptor: Some(DescriptorStyle::Bare),
+                    ..Overrides::default()
+                },
+                |s| s.descriptor == DescriptorStyle::Bare,
+            ),
+            (
+                "schema_version",
+                "\"0.2\"",
+                "0.2",
+                Overrides {
+                    schema_version: Some("0.2".into()),
+                    ..Overrides::default()
+                },
+                |s| s.schema_version == "0.2",
+            ),
+            (
+                "native",
+                "true",
+                "true",
+                Overrides {
+                    native: Some(true),
+                    ..Overrides::default()
+                },
+                |s| s.native,
+            ),
+            (
+                "recipes",
+                "\"v1\"",
+                "v1",
+                Overrides {
+                    recipes: Some(RecipeLibrary::V1),
+                    ..Overrides::default()
+                },
+                |s| s.recipes == RecipeLibrary::V1,
+            ),
+            (
+                "max_bytes",
+                "1000",
+                "1000",
+                Overrides {
+                    max_bytes: Some(1000),
+                    ..Overrides::default()
+                },
+                |s| s.max_bytes == 1000,
+            ),
+            (
+                "max_files",
+                "3",
+                "3",
+                Overrides {
+                    max_files: Some(3),
+                    ..Overrides::default()
+                },
+                |s| s.max_files == 3,
+            ),
+        ];
+        assert_eq!(
+            table.iter().map(|row| row.0).collect::<Vec<_>>(),
+            KEYS,
+            "the table walks every key"
+        );
+        let readme = include_str!("../../README.md");
+        for (key, toml, env, flags, check) in table {
+            assert!(
+                !check(&Settings::default()),
+                "{key}: the test value must differ from the default"
+            );
+            let file = write(&format!("[prompt.offload]\n{key} = {toml}\n"));
+            let s = Settings::load(Some(file.path()), &|_| None, &Overrides::default()).unwrap();
+            assert!(check(&s), "{key} from the file");
+            let var = format!("ATLATL_PROMPT__OFFLOAD__{}", key.to_ascii_uppercase());
+            let s = Settings::load(None, &|k| (k == var).then(|| env.to_owned()), &Overrides::default()).unwrap();
+            assert!(check(&s), "{key} from {var}");
+            let s = Settings::load(None, &|_| None, &flags).unwrap();
+            assert!(check(&s), "{key} from its flag");
+            assert!(
+                readme.contains(&format!("| `{key}` |")),
+                "README's configuration table lacks {key}"
+            );
+        }
+    }
+
     #[test]
     fn other_sections_of_the_file_are_ignored() {
         let file = write("[server]\nport = 1\n[prompt]\nbudget = 3\n[prompt.offload]\nenabled = false\n");

@@ -56,7 +56,9 @@ pub use bindings::exports::lro::component::interceptor::{
     DegradedResult, InlineResult, OffloadedResult, Outcome, PassReason, Request, ToolCall, ToolDegraded, ToolOffloaded,
     ToolOutcome, ToolUnchanged,
 };
-pub use bindings::lro::component::events::{Event, OffloadCreated, OffloadFileExpired, OffloadWriteFailed};
+pub use bindings::lro::component::events::{
+    Event, OffloadCreated, OffloadFileEvicted, OffloadFileExpired, OffloadWriteFailed,
+};
 pub use bindings::lro::component::types::{
     Config, DescriptorStyle, Detail, Error as LroError, Operation, Recipe, RecipeLibrary, RecipeParam, ToolSettings,
 };
@@ -73,15 +75,16 @@ const TICK: Duration = Duration::from_millis(10);
 /// Limits and caching for a [`Runtime`].
 #[derive(Clone)]
 pub struct Options {
-    /// Wall-clock limit for one offload or sweep. Default: 10 s.
+    /// Wall-clock limit for every call that runs no filter (offload, intercept, sweep,
+    /// rewrite_tools, recipes, estimate, tool_definition). Default: 10 s.
     pub deadline: Duration,
-    /// Limit on the component's linear memory for an offload or sweep, in bytes. Default: 2 GiB.
+    /// Limit on the component's linear memory for those calls, in bytes. Default: 2 GiB.
     pub memory: usize,
-    /// Wall-clock limit for one extraction or query, which runs an untrusted filter.
+    /// Wall-clock limit for one extraction, `call_tool` or query, which run an untrusted filter.
     /// Default: 1 s, so a runaway filter is stopped well inside two seconds even on a loaded
     /// machine (a bulk copy inside the component and freeing its memory add to the deadline).
     pub filter_deadline: Duration,
-    /// Memory limit for one extraction or query, in bytes. Default: 512 MiB (a slurped file of
+    /// Memory limit for one extraction, `call_tool` or query, in bytes. Default: 512 MiB (a slurped file of
     /// 50,000 records takes about 150 MiB).
     pub filter_memory: usize,
     /// Where to keep the compiled component between processes; None compiles it every time
@@ -677,5 +680,47 @@ fn owner_only(path: &Path) {
     };
     if rustix::fs::fstat(&fd).is_ok_and(|st| rustix::fs::FileType::from_raw_mode(st.st_mode).is_file()) {
         let _ = rustix::fs::fchmod(&fd, Mode::from_raw_mode(0o600));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    fn mode(path: &Path) -> u32 {
+        std::fs::symlink_metadata(path).unwrap().permissions().mode() & 0o7777
+    }
+
+    /// A symlink planted at a new file's name is not followed: the file it points to keeps its
+    /// mode. A FIFO is not opened for writing or waited on.
+    #[test]
+    fn narrowing_a_new_file_never_follows_a_link_or_blocks() {
+        let dir = tempfile::tempdir().unwrap();
+        let outside = dir.path().join("victim");
+        std::fs::write(&outside, "x").unwrap();
+        std::fs::set_permissions(&outside, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let link = dir.path().join("atlatl-recall-01JDEF7X2K0000000000000000.jsonl");
+        std::os::unix::fs::symlink(&outside, &link).unwrap();
+        owner_only(&link);
+        assert_eq!(mode(&outside), 0o644);
+
+        let file = dir.path().join("atlatl-recall-01JDEF7X2K0000000000000001.jsonl");
+        std::fs::write(&file, "x").unwrap();
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o666)).unwrap();
+        owner_only(&file);
+        assert_eq!(mode(&file), 0o600);
+
+        let fifo = dir.path().join("atlatl-recall-01JDEF7X2K0000000000000002.jsonl");
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            &fifo,
+            rustix::fs::FileType::Fifo,
+            rustix::fs::Mode::from_raw_mode(0o644),
+            0,
+        )
+        .unwrap();
+        owner_only(&fifo);
+        assert_eq!(mode(&fifo), 0o644, "only regular files are narrowed");
     }
 }

@@ -157,7 +157,7 @@ struct OffloadArgs {
     /// The operation's query, written to the file header.
     #[arg(long)]
     query: Option<String>,
-    /// Detail level of the records (default: light, medium for inject).
+    /// Detail level the call asked for (informative: the file's level is what the records show).
     #[arg(long, value_enum)]
     detail: Option<Level>,
     /// Descriptor style (prompt.offload.descriptor).
@@ -246,6 +246,12 @@ struct RecipesArgs {
     /// Print the recipes as a JSON array with programs and parameters.
     #[arg(long)]
     json: bool,
+    /// Recipe library (prompt.offload.recipes) [default: from --config or the environment, else v2].
+    #[arg(long, value_enum)]
+    recipes: Option<Library>,
+    /// TOML file with a [prompt.offload] section.
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
 }
 
 #[derive(Args)]
@@ -506,7 +512,14 @@ fn sweep(cli: &Cli, args: &SweepArgs) -> anyhow::Result<()> {
 }
 
 fn recipes(cli: &Cli, args: &RecipesArgs) -> anyhow::Result<()> {
-    let config = Settings::default().config()?;
+    let flags = Overrides {
+        recipes: args.recipes.map(|l| match l {
+            Library::V2 => RecipeLibrary::V2,
+            Library::V1 => RecipeLibrary::V1,
+        }),
+        ..Overrides::default()
+    };
+    let config = Settings::from_environment(args.config.as_deref(), &flags)?.config()?;
     let list = runtime(cli)?.recipes(&config, args.detail.into(), args.file.as_deref())?;
     if args.json {
         let values: Vec<Value> = list

@@ -306,9 +306,7 @@ fn call(name: &str, config: &Config, args: &Value, runtime: &lro_host::Runtime) 
                 opt_u32(&args["limit"]),
             )
             .map(extracted_json),
-        "tool_definition" => runtime
-            .tool_definition()
-            .map(|d| serde_json::from_str::<Value>(&d).expect("the definition is JSON")),
+        "tool_definition" => runtime.tool_definition().map(Value::String),
         "call_tool" => runtime
             .call_tool(config, &text_of(&args["arguments"]).expect("arguments"))
             .map(extracted_json),
