@@ -7,7 +7,7 @@
 //   const out = await lro.offload({ dir: '/tmp/lro-demo', threshold: 500 }, { operation: 'recall', records });
 //   lro.close();
 import {
-  closeSync, constants, existsSync, fchmodSync, fstatSync, mkdirSync, openSync, readFileSync, realpathSync, statSync,
+  accessSync, closeSync, constants, existsSync, fchmodSync, fstatSync, mkdirSync, openSync, readFileSync, realpathSync, statSync,
 } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -159,6 +159,15 @@ function prepareDir(given, create) {
     closeSync(openSync(canonical, constants.O_RDONLY | constants.O_DIRECTORY));
   } catch (e) {
     throw fail(`cannot open it: ${osError(e)}`);
+  }
+  // A write to a read-only file system would reach the guest as a bare I/O error: name it here.
+  // access(W_OK) reports EROFS even for root, for whom a mode without write bits is no barrier.
+  if (create) {
+    try {
+      accessSync(canonical, constants.W_OK);
+    } catch (e) {
+      if (e.code === 'EROFS') throw fail('on a read-only file system');
+    }
   }
   return { dir: canonical, writable: (stat.mode & 0o222) !== 0 };
 }

@@ -492,6 +492,9 @@ def _prepare_dir(given: Any, create: bool) -> tuple:
             problem = f"writable by {who} (mode {st.st_mode & 0o7777:o}); refusing to use it: make it 0700"
         else:
             problem = _openable(canonical)
+    # wasmtime reports a write to a read-only file system as a bare I/O error: name it here.
+    if problem is None and create and os.statvfs(canonical).f_flag & os.ST_RDONLY:
+        problem = "on a read-only file system"
     if problem is not None:
         raise unusable(problem)
     return canonical, bool(st.st_mode & 0o222)

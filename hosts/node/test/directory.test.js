@@ -255,3 +255,28 @@ describe('files that are not what they seem', () => {
     }
   });
 });
+
+describe('a read-only file system', () => {
+  it('degrades offload with the cause named (wasmtime-wasi and the shim would say only "I/O error")', () => {
+    // A tmpfs mounted read-only in a private mount namespace (unshare, as root or in a user
+    // namespace); the child process runs the offload inside it.
+    const root = mkdtempSync(join(tmpdir(), 'lro-rofs-'));
+    const mount = join(root, 'ro');
+    mkdirSync(mount);
+    const script = `
+      const { Lro } = await import(${JSON.stringify(new URL('../lro.js', import.meta.url).href)});
+      const lro = new Lro();
+      const out = await lro.offload({ dir: ${JSON.stringify(mount)}, threshold: 100 }, { operation: 'list', records: ${TEXT} });
+      lro.close();
+      console.log(JSON.stringify(out));`;
+    const ns = process.geteuid() === 0 ? '-m' : '-rm';
+    const run = spawnSync('unshare', [ns, 'sh', '-c',
+      `mount -t tmpfs -o size=1m,mode=0700,ro tmpfs '${mount}' && exec '${process.execPath}' --input-type=module -e "$0"`, script],
+    { encoding: 'utf8', timeout: 120_000 });
+    rmSync(root, { recursive: true, force: true });
+    assert.equal(run.status, 0, run.stderr);
+    const out = JSON.parse(run.stdout.trim().split('\n').pop());
+    assert.equal(out.kind, 'degraded');
+    assert.match(out.warning, /on a read-only file system/);
+  });
+});

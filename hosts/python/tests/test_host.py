@@ -4,12 +4,15 @@ and the Python API's handling of bad arguments."""
 import json
 import os
 import stat
+import subprocess
+import sys
 import threading
 import time
 
 import pytest
 
 import lro_wasm
+from conftest import HOST_DIR
 from lro_wasm import Lro, LroError, config
 
 RECORDS = [{"id": f"m{i}", "namespace": "_semantic/x", "title": f"Title {i}"} for i in range(100)]
@@ -354,3 +357,28 @@ def test_the_compiled_component_is_cached_privately(wasm, tmp_path, monkeypatch)
     assert len(compiled) == 2
     assert Lro(wasm).estimate("abcd") == 1  # and replaced in the cache by a good one
     assert len(compiled) == 2 and os.listdir(cache) == [artifact]
+
+
+def test_a_read_only_file_system_degrades_naming_it(wasm, tmp_path):
+    """A tmpfs mounted read-only in a private mount namespace (`unshare`, as root or in a user
+    namespace): wasmtime reports its writes as a bare I/O error, so the host names the cause."""
+    mount = tmp_path / "ro"
+    mount.mkdir()
+    script = (
+        "import json, sys\n"
+        f"sys.path.insert(0, {str(HOST_DIR)!r})\n"
+        "from lro_wasm import Lro, config\n"
+        f"out = Lro({wasm!r}).offload(config({str(mount)!r}, threshold=100), "
+        f"{{'operation': 'list', 'records': {RECORDS!r}}})\n"
+        "print(json.dumps(out))\n"
+    )
+    namespace = "-m" if os.geteuid() == 0 else "-rm"
+    run = subprocess.run(
+        ["unshare", namespace, "sh", "-c",
+         f"mount -t tmpfs -o size=1m,mode=0700,ro tmpfs '{mount}' && exec '{sys.executable}' -c \"$0\"", script],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert run.returncode == 0 and "mount:" not in run.stderr, run.stderr
+    out = json.loads(run.stdout)
+    assert out["kind"] == "degraded", out
+    assert "on a read-only file system" in out["warning"], out["warning"]
