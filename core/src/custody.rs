@@ -106,28 +106,18 @@ pub(crate) fn created_ms(path: &str, ulid: Ulid, header: Option<u64>) -> u64 {
     }
 }
 
-/// The regular LRO files (not temporaries) in `dir`, oldest first by ULID, with their sizes.
-fn offload_files(config: &Config, dir: &str) -> io::Result<Vec<(Ulid, String, u64)>> {
-    let mut files = Vec::new();
-    for entry in fs::read_dir(dir)? {
-        let entry = match entry {
-            Ok(entry) => entry,
-            // wasi-libc reads each entry's metadata while listing: a file renamed or deleted
-            // by another writer meanwhile is gone, not an error.
-            Err(e) if e.kind() == ErrorKind::NotFound => continue,
-            Err(e) => return Err(e),
-        };
-        let Some(name) = entry.file_name().to_str().map(str::to_owned) else {
-            continue;
-        };
-        let Some(Kind::Offload(ulid)) = classify(&config.prefix, &name) else {
-            continue;
-        };
-        match entry.metadata() {
-            Ok(meta) if meta.is_file() => files.push((ulid, name, meta.len())),
-            _ => {}
-        }
-    }
+/// The regular LRO files (not temporaries) in `dir`, oldest first by ULID, with their sizes
+/// when `sizes` (0 otherwise: finding a size costs a call per file).
+fn offload_files(config: &Config, dir: &str, sizes: bool) -> io::Result<Vec<(Ulid, String, u64)>> {
+    let is_ours = |name: &str| matches!(classify(&config.prefix, name), Some(Kind::Offload(_)));
+    let mut files: Vec<(Ulid, String, u64)> = crate::sink::Dir::open(dir)?
+        .regular_files(&is_ours, sizes)?
+        .into_iter()
+        .filter_map(|(name, size)| match classify(&config.prefix, &name) {
+            Some(Kind::Offload(ulid)) => Some((ulid, name, size)),
+            _ => None,
+        })
+        .collect();
     files.sort();
     Ok(files)
 }
@@ -151,7 +141,7 @@ pub(crate) fn make_room(config: &Config, files: u32, bytes: u64, emit: &mut dyn 
         )));
     }
     let base = config.dir_base();
-    let existing = offload_files(config, if base.is_empty() { "/" } else { base })?;
+    let existing = offload_files(config, if base.is_empty() { "/" } else { base }, max_bytes != 0)?;
     let mut count = existing.len() as u64;
     let mut total: u64 = existing.iter().map(|f| f.2).sum();
     for (_, name, size) in existing {

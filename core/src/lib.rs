@@ -17,6 +17,7 @@ pub mod offload;
 pub mod plan;
 pub mod recipes;
 pub mod sample;
+mod sink;
 pub mod time;
 
 use std::fmt;

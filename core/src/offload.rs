@@ -304,7 +304,7 @@ pub(crate) fn write_atomically<'a>(
 ) -> io::Result<u64> {
     let base = config.dir_base();
     let tmp = format!(".{name}.tmp");
-    let mut file = sink::Dir::open(base)?.create(&tmp)?;
+    let mut file = crate::sink::Dir::open(base)?.create(&tmp)?;
     let result = write_lines(&mut file, header, lines).and_then(|bytes| {
         // rename() replaces an existing file; a ULID clash is astronomically unlikely, but
         // refusing it keeps the no-lost-data promise unconditional.
@@ -320,7 +320,11 @@ pub(crate) fn write_atomically<'a>(
     result
 }
 
-fn write_lines<'a>(file: &mut sink::File, header: &str, lines: impl Iterator<Item = &'a str>) -> io::Result<u64> {
+fn write_lines<'a>(
+    file: &mut crate::sink::File,
+    header: &str,
+    lines: impl Iterator<Item = &'a str>,
+) -> io::Result<u64> {
     const CHUNK: usize = 256 * 1024;
     let mut buf = Vec::with_capacity(CHUNK + 4096);
     let mut bytes = header.len() as u64 + 1;
@@ -337,145 +341,6 @@ fn write_lines<'a>(file: &mut sink::File, header: &str, lines: impl Iterator<Ite
     }
     file.write_all(&buf)?;
     Ok(bytes)
-}
-
-/// Where offload files are written: `std::fs` natively; in the component, `wasi:filesystem`
-/// descriptors, because wasi-libc turns every failed stream write into a bare EIO ("I/O error"),
-/// while a descriptor write returns the real error code.
-#[cfg(not(all(target_os = "wasi", target_env = "p2")))]
-mod sink {
-    use std::fs::{self, OpenOptions};
-    use std::io::{self, Write};
-
-    pub(crate) struct Dir(String);
-    pub(crate) struct File(fs::File, Dir);
-
-    impl Dir {
-        pub(crate) fn open(base: &str) -> io::Result<Dir> {
-            Ok(Dir(base.to_owned()))
-        }
-        fn path(&self, name: &str) -> String {
-            format!("{}/{name}", self.0)
-        }
-        pub(crate) fn create(self, name: &str) -> io::Result<File> {
-            let file = OpenOptions::new().write(true).create_new(true).open(self.path(name))?;
-            Ok(File(file, self))
-        }
-        pub(crate) fn exists(&self, name: &str) -> bool {
-            fs::symlink_metadata(self.path(name)).is_ok()
-        }
-        pub(crate) fn rename(&self, from: &str, to: &str) -> io::Result<()> {
-            fs::rename(self.path(from), self.path(to))
-        }
-        pub(crate) fn remove(&self, name: &str) {
-            let _ = fs::remove_file(self.path(name));
-        }
-    }
-
-    impl File {
-        pub(crate) fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
-            self.0.write_all(buf)
-        }
-        pub(crate) fn dir(&self) -> &Dir {
-            &self.1
-        }
-    }
-}
-
-#[cfg(all(target_os = "wasi", target_env = "p2"))]
-mod sink {
-    use std::io;
-
-    use wasip2::filesystem::preopens;
-    use wasip2::filesystem::types::{Descriptor, DescriptorFlags, ErrorCode, OpenFlags, PathFlags};
-
-    pub(crate) struct Dir(Descriptor);
-    pub(crate) struct File {
-        file: Descriptor,
-        offset: u64,
-        dir: Dir,
-    }
-
-    impl Dir {
-        /// The preopened directory mounted at `base`: the host mounts the offload directory at
-        /// its own absolute path.
-        pub(crate) fn open(base: &str) -> io::Result<Dir> {
-            preopens::get_directories()
-                .into_iter()
-                .find(|(_, path)| path.trim_end_matches('/') == base)
-                .map(|(dir, _)| Dir(dir))
-                .ok_or_else(|| {
-                    io::Error::new(
-                        io::ErrorKind::NotFound,
-                        "the offload directory is not open to the component",
-                    )
-                })
-        }
-        pub(crate) fn create(self, name: &str) -> io::Result<File> {
-            let file = self
-                .0
-                .open_at(
-                    PathFlags::empty(),
-                    name,
-                    OpenFlags::CREATE | OpenFlags::EXCLUSIVE,
-                    DescriptorFlags::WRITE,
-                )
-                .map_err(error)?;
-            Ok(File {
-                file,
-                offset: 0,
-                dir: self,
-            })
-        }
-        pub(crate) fn exists(&self, name: &str) -> bool {
-            self.0.stat_at(PathFlags::empty(), name).is_ok()
-        }
-        pub(crate) fn rename(&self, from: &str, to: &str) -> io::Result<()> {
-            self.0.rename_at(from, &self.0, to).map_err(error)
-        }
-        pub(crate) fn remove(&self, name: &str) {
-            let _ = self.0.unlink_file_at(name);
-        }
-    }
-
-    impl File {
-        pub(crate) fn write_all(&mut self, mut buf: &[u8]) -> io::Result<()> {
-            while !buf.is_empty() {
-                let n = self.file.write(buf, self.offset).map_err(error)?;
-                if n == 0 {
-                    return Err(io::Error::new(
-                        io::ErrorKind::WriteZero,
-                        "the file system wrote nothing",
-                    ));
-                }
-                let n = usize::try_from(n).unwrap_or(buf.len()).min(buf.len());
-                self.offset += n as u64;
-                buf = &buf[n..];
-            }
-            Ok(())
-        }
-        pub(crate) fn dir(&self) -> &Dir {
-            &self.dir
-        }
-    }
-
-    /// The error code as the operating system would name it.
-    fn error(code: ErrorCode) -> io::Error {
-        use io::ErrorKind as K;
-        let (kind, text) = match code {
-            ErrorCode::InsufficientSpace => (K::StorageFull, "no space left on device"),
-            ErrorCode::ReadOnly => (K::ReadOnlyFilesystem, "read-only file system"),
-            ErrorCode::FileTooLarge => (K::FileTooLarge, "file too large"),
-            ErrorCode::Quota => (K::QuotaExceeded, "disk quota exceeded"),
-            ErrorCode::Exist => (K::AlreadyExists, "file exists"),
-            ErrorCode::NoEntry => (K::NotFound, "no such file or directory"),
-            ErrorCode::Access => (K::PermissionDenied, "permission denied"),
-            ErrorCode::NotPermitted => (K::PermissionDenied, "operation not permitted"),
-            ErrorCode::Io => (K::Other, "input/output error"),
-            other => return io::Error::other(format!("{other:?}")),
-        };
-        io::Error::new(kind, text)
-    }
 }
 
 fn top_namespaces<'a>(records: &'a [Record<'_>]) -> Vec<&'a str> {
