@@ -493,6 +493,7 @@ fn degrade(config: &Config, records: &[Record], error: &str) -> (String, String,
 mod tests {
     use super::*;
     use crate::estimate::estimate;
+    use std::fs;
 
     fn config(dir: &std::path::Path, threshold: u32) -> Config {
         Config {
@@ -673,6 +674,50 @@ mod tests {
             if (returned as usize) < parsed.len() {
                 let more = join_array(parsed[..returned as usize + 1].iter().map(|r| r.inline.as_ref()));
                 assert!(estimate(&payload) + estimate(&more) - estimate(&v["records"].to_string()) > threshold - 2);
+            }
+        }
+    }
+
+    /// A symlink or directory planted at the name a file is about to take, or at its temporary
+    /// name, is never replaced or written through, and nothing is left behind.
+    #[test]
+    fn a_link_or_directory_planted_at_the_name_is_never_replaced() {
+        let dir = tempfile::tempdir().unwrap();
+        let cfg = config(dir.path(), 10);
+        let outside = dir.path().join("outside");
+        fs::write(&outside, "keep").unwrap();
+        let name = "atlatl-recall-01JDEF7X2K0000000000000000.jsonl";
+        let plant = |at: &str, link: bool| {
+            let path = dir.path().join(at);
+            if link {
+                std::os::unix::fs::symlink(&outside, &path).unwrap();
+            } else {
+                fs::create_dir(&path).unwrap();
+            }
+            path
+        };
+        let lines = || ["{\"id\":\"a\"}"].into_iter();
+        for (at, link) in [
+            (name.to_owned(), true),
+            (name.to_owned(), false),
+            (format!(".{name}.tmp"), true),
+        ] {
+            let planted = plant(&at, link);
+            let err = write_atomically(&cfg, name, "{}", lines()).unwrap_err();
+            assert_eq!(err.kind(), io::ErrorKind::AlreadyExists, "{at}: {err}");
+            assert_eq!(fs::read_to_string(&outside).unwrap(), "keep");
+            let mut left: Vec<String> = fs::read_dir(dir.path())
+                .unwrap()
+                .map(|e| e.unwrap().file_name().into_string().unwrap())
+                .collect();
+            left.sort();
+            let mut expected = vec![at.clone(), "outside".to_owned()];
+            expected.sort();
+            assert_eq!(left, expected, "only what was planted is there");
+            if link {
+                fs::remove_file(&planted).unwrap();
+            } else {
+                fs::remove_dir(&planted).unwrap();
             }
         }
     }

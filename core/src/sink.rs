@@ -125,7 +125,13 @@ mod imp {
         /// `readdir` adds a `metadata-hash-at` for every entry, and each WASI call costs
         /// microseconds.
         pub(crate) fn regular_files(&self, keep: &dyn Fn(&str) -> bool, sizes: bool) -> io::Result<Vec<(String, u64)>> {
-            let entries = self.0.read_directory().map_err(error)?;
+            // The directory is opened again before it is read, as wasi-libc does: Node's
+            // preview2-shim cannot read a host preopen itself ("bad-descriptor").
+            let dir = self
+                .0
+                .open_at(PathFlags::empty(), ".", OpenFlags::DIRECTORY, DescriptorFlags::READ)
+                .map_err(error)?;
+            let entries = dir.read_directory().map_err(error)?;
             let mut files = Vec::new();
             loop {
                 let entry = match entries.read_directory_entry() {
@@ -143,7 +149,7 @@ mod imp {
                     files.push((entry.name, 0));
                     continue;
                 }
-                match self.0.stat_at(PathFlags::empty(), &entry.name) {
+                match dir.stat_at(PathFlags::empty(), &entry.name) {
                     Ok(stat) if stat.type_ == DescriptorType::RegularFile => files.push((entry.name, stat.size)),
                     // Renamed or deleted by another writer since it was listed.
                     Ok(_) | Err(ErrorCode::NoEntry) => {}

@@ -404,11 +404,11 @@ fn unique_namespaces(path: &str) -> usize {
     seen.len()
 }
 
-/// Defect 8: the Python SDK's own shapes (`tests/cases/mcp/sdk-python/`, written by the SDK)
+/// Defect 8: the Python SDK's own shapes (`tests/cases/sdk/python/`, written by the SDK)
 /// were offloaded as junk: one `{"result": ...}` line, or one `{n, text}` line per text line.
 #[test]
 fn results_in_the_python_sdks_shapes_are_offloaded_as_their_records() {
-    let sdk = cases().join("mcp/sdk-python");
+    let sdk = cases().join("sdk/python");
     for (file, tool, count) in [
         ("recall-str.json", "recall_memories", 40),
         ("recall-list.json", "list_memories", 40),
@@ -787,18 +787,21 @@ fn a_header_dated_in_the_future_does_not_keep_a_file_forever() {
     assert_eq!(report.deleted, [path]);
 }
 
+/// 50 full records as a JSON file in `dir`, for the `lro` command.
+fn full_records_file(dir: &Path) -> PathBuf {
+    let input = dir.join("records.json");
+    let records = serde_json::to_string(&sample(lro_core::Detail::Full, 50, false)).unwrap();
+    std::fs::write(&input, records).unwrap();
+    input
+}
+
 /// Defect 17: write failures named the wrong OS error ("I/O error (os error 29)"), and a file
 /// size limit trapped the component. `RLIMIT_FSIZE` (set by the shell, with SIGXFSZ ignored so
 /// the write fails with EFBIG instead of killing the process) needs no privileges.
 #[test]
 fn a_file_size_limit_degrades_naming_the_cause_and_leaves_nothing() {
     let dir = private_dir();
-    let input = dir.path().join("records.json");
-    std::fs::write(
-        &input,
-        serde_json::to_string(&sample(lro_core::Detail::Full, 50, false)).unwrap(),
-    )
-    .unwrap();
+    let input = full_records_file(dir.path());
     let out = dir.path().join("out");
     std::fs::create_dir(&out).unwrap();
     std::fs::set_permissions(&out, std::fs::Permissions::from_mode(0o700)).unwrap();
@@ -844,12 +847,7 @@ fn a_file_size_limit_degrades_naming_the_cause_and_leaves_nothing() {
 #[test]
 fn a_full_or_read_only_file_system_degrades_naming_the_cause() {
     let dir = private_dir();
-    let input = dir.path().join("records.json");
-    std::fs::write(
-        &input,
-        serde_json::to_string(&sample(lro_core::Detail::Full, 50, false)).unwrap(),
-    )
-    .unwrap();
+    let input = full_records_file(dir.path());
     let mount = dir.path().join("mnt");
     std::fs::create_dir(&mount).unwrap();
     let lro = env!("CARGO_BIN_EXE_lro");
@@ -1141,4 +1139,78 @@ fn eight_processes_offload_into_one_directory_without_loss() {
         written.len(),
         written.len() as f64 / seconds
     );
+}
+
+// ---- what a user reads ---------------------------------------------------------------------
+
+/// Defect 12: everything a user reads points only at files that exist in the repository: every
+/// relative Markdown link resolves, and no tracked file cites the specification folder or notes
+/// that live outside the repository, or tells the reader to run `npm ci` (which fails here).
+#[test]
+fn what_a_user_reads_points_only_at_files_in_the_repository() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf();
+    let listed = Command::new("git").arg("ls-files").current_dir(&root).output().unwrap();
+    assert!(
+        listed.status.success(),
+        "git ls-files: {}",
+        String::from_utf8_lossy(&listed.stderr)
+    );
+    let files: Vec<PathBuf> = String::from_utf8(listed.stdout)
+        .unwrap()
+        .lines()
+        .filter(|f| !f.starts_with("tests/fuzz/") && !f.starts_with("tests/cases/"))
+        .map(|f| root.join(f))
+        .filter(|f| {
+            let name = f.file_name().unwrap().to_str().unwrap();
+            [".md", ".rs", ".wit", ".js", ".py", ".toml"]
+                .iter()
+                .any(|e| name.ends_with(e))
+                || name == "run"
+        })
+        .collect();
+    assert!(files.len() > 50, "{} files", files.len());
+    let mut stale = Vec::new();
+    for file in &files {
+        let text = std::fs::read_to_string(file).unwrap();
+        let shown = file.strip_prefix(&root).unwrap().display().to_string();
+        // This test names the patterns it looks for.
+        if !shown.ends_with("robustness.rs") {
+            for pattern in [
+                "../shared",
+                "FACTS.md",
+                "spec/lro-spec",
+                "spec/mif-lro",
+                "spec/python-offload",
+                "spec/README",
+            ] {
+                if text.contains(pattern) {
+                    stale.push(format!("{shown}: cites {pattern}, which is not in the repository"));
+                }
+            }
+            for (i, line) in text.lines().enumerate() {
+                // "Not `npm ci`" explains why; an instruction to run it is stale.
+                if line.contains("npm ci")
+                    && !line.to_lowercase().contains("not `npm ci`")
+                    && !line.contains("`npm ci` refuses")
+                {
+                    stale.push(format!("{shown}:{}: tells the reader to run npm ci", i + 1));
+                }
+            }
+        }
+        if shown.ends_with(".md") {
+            for target in text
+                .split("](")
+                .skip(1)
+                .filter_map(|rest| rest.split([')', ' ', '#']).next())
+            {
+                if target.is_empty() || target.contains("://") || target.starts_with("mailto:") {
+                    continue;
+                }
+                if !file.parent().unwrap().join(target).exists() {
+                    stale.push(format!("{shown}: links to {target}, which does not exist"));
+                }
+            }
+        }
+    }
+    assert!(stale.is_empty(), "stale text:\n{}", stale.join("\n"));
 }

@@ -2,7 +2,7 @@
 types, for the Rust tests of the MCP-level interceptor (host/tests/robustness.rs): real SDK
 output shapes, not hand-written look-alikes.
 
-    .venv/bin/python tests/cases/mcp/sdk-python/generate.py
+    .venv/bin/python tests/cases/sdk/python/generate.py
 
 - `recall-str.json`: a tool declared `-> str` returning JSON text of 40 memory records; the SDK
   adds an outputSchema and wraps the text as structured content `{"result": "<json text>"}`.

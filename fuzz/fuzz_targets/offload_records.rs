@@ -1,0 +1,14 @@
+//! `lro_core::offload` over fuzzed `records` JSON: every operation and detail level, with a small
+//! threshold so most inputs are written to a file (in a fresh temporary directory).
+//!
+//! Byte 0 picks the config: bits 0-5 the threshold (0, 4, ..., 252 tokens), bit 6 the bare
+//! descriptor, bit 7 the v1 recipe library and `native`. The rest, as UTF-8, is the records.
+//! Replayed by `core/tests/fuzz_replay.rs` (tests/fuzz/offload_records/).
+#![no_main]
+
+// The call itself is shared with the replay test (core/tests/fuzz_replay.rs), so every finding
+// replays exactly as it was found.
+#[path = "../../core/tests/fuzz_calls/mod.rs"]
+mod fuzz_calls;
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| fuzz_calls::offload_records(data));

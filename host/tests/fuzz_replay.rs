@@ -1,0 +1,73 @@
+//! Replays the fuzz findings and seeds in `tests/fuzz/config_file/` through the code path of the
+//! `config_file` fuzz target (`fuzz/fuzz_targets/config_file.rs`), without libFuzzer: each file
+//! as a TOML config file, and as the value of each `ATLATL_PROMPT__OFFLOAD__*` variable. Every
+//! file must give `Ok` or a typed `ConfigError`; a panic fails the test, which names every file
+//! that panicked.
+//!
+//! `cargo test -p lro-host --test fuzz_replay`. See docs/FUZZING.md.
+
+use std::fs;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::path::PathBuf;
+
+use lro_host::{ConfigError, Overrides, Settings};
+
+const KEYS: [&str; 9] = [
+    "ENABLED",
+    "THRESHOLD_TOKENS",
+    "TTL_SECONDS",
+    "OUTPUT_DIR",
+    "PREFIX",
+    "DESCRIPTOR",
+    "SCHEMA_VERSION",
+    "NATIVE",
+    "RECIPES",
+];
+
+/// An `Err` must be a typed config error with a message.
+fn typed<T>(result: Result<T, ConfigError>) -> Option<T> {
+    match result {
+        Ok(value) => Some(value),
+        Err(e) => {
+            assert!(!e.to_string().is_empty(), "an error without a message: {e:?}");
+            None
+        }
+    }
+}
+
+/// fuzz/fuzz_targets/config_file.rs
+fn config_file(data: &[u8]) {
+    let Ok(text) = std::str::from_utf8(data) else { return };
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let file = dir.path().join("lro.toml");
+    fs::write(&file, text).expect("writing the file");
+    if let Some(settings) = typed(Settings::load(Some(&file), &|_| None, &Overrides::default())) {
+        typed(settings.config());
+    }
+    for key in KEYS {
+        let var = format!("ATLATL_PROMPT__OFFLOAD__{key}");
+        let env = |name: &str| (name == var).then(|| text.to_owned());
+        if let Some(settings) = typed(Settings::load(None, &env, &Overrides::default())) {
+            typed(settings.config());
+        }
+    }
+}
+
+#[test]
+fn config_file_inputs_do_not_panic() {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/fuzz/config_file");
+    let mut files: Vec<PathBuf> = fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("listing {}: {e}", dir.display()))
+        .map(|entry| entry.expect("a directory entry").path())
+        .collect();
+    files.sort();
+    assert!(!files.is_empty(), "no inputs in {}", dir.display());
+    let mut panicked = Vec::new();
+    for path in files {
+        let bytes = fs::read(&path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
+        if catch_unwind(AssertUnwindSafe(|| config_file(&bytes))).is_err() {
+            panicked.push(path.file_name().expect("a file name").to_string_lossy().into_owned());
+        }
+    }
+    assert!(panicked.is_empty(), "config_file: these inputs panicked: {panicked:?}");
+}
