@@ -10,48 +10,9 @@ use std::fs;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::PathBuf;
 
-use lro_host::{ConfigError, Overrides, Settings};
+mod fuzz_calls;
 
-const KEYS: [&str; 9] = [
-    "ENABLED",
-    "THRESHOLD_TOKENS",
-    "TTL_SECONDS",
-    "OUTPUT_DIR",
-    "PREFIX",
-    "DESCRIPTOR",
-    "SCHEMA_VERSION",
-    "NATIVE",
-    "RECIPES",
-];
-
-/// An `Err` must be a typed config error with a message.
-fn typed<T>(result: Result<T, ConfigError>) -> Option<T> {
-    match result {
-        Ok(value) => Some(value),
-        Err(e) => {
-            assert!(!e.to_string().is_empty(), "an error without a message: {e:?}");
-            None
-        }
-    }
-}
-
-/// fuzz/fuzz_targets/config_file.rs
-fn config_file(data: &[u8]) {
-    let Ok(text) = std::str::from_utf8(data) else { return };
-    let dir = tempfile::tempdir().expect("a temporary directory");
-    let file = dir.path().join("lro.toml");
-    fs::write(&file, text).expect("writing the file");
-    if let Some(settings) = typed(Settings::load(Some(&file), &|_| None, &Overrides::default())) {
-        typed(settings.config());
-    }
-    for key in KEYS {
-        let var = format!("ATLATL_PROMPT__OFFLOAD__{key}");
-        let env = |name: &str| (name == var).then(|| text.to_owned());
-        if let Some(settings) = typed(Settings::load(None, &env, &Overrides::default())) {
-            typed(settings.config());
-        }
-    }
-}
+use fuzz_calls::config_file;
 
 #[test]
 fn config_file_inputs_do_not_panic() {
