@@ -109,15 +109,11 @@ pub(crate) fn created_ms(path: &str, ulid: Ulid, header: Option<u64>) -> u64 {
 /// The regular LRO files (not temporaries) in `dir`, oldest first by ULID, with their sizes
 /// when `sizes` (0 otherwise: finding a size costs a call per file).
 fn offload_files(config: &Config, dir: &str, sizes: bool) -> io::Result<Vec<(Ulid, String, u64)>> {
-    let is_ours = |name: &str| matches!(classify(&config.prefix, name), Some(Kind::Offload(_)));
-    let mut files: Vec<(Ulid, String, u64)> = crate::sink::Dir::open(dir)?
-        .regular_files(&is_ours, sizes)?
-        .into_iter()
-        .filter_map(|(name, size)| match classify(&config.prefix, &name) {
-            Some(Kind::Offload(ulid)) => Some((ulid, name, size)),
-            _ => None,
-        })
-        .collect();
+    let ulid_of_ours = |name: &str| match classify(&config.prefix, name) {
+        Some(Kind::Offload(ulid)) => Some(ulid),
+        _ => None,
+    };
+    let mut files = crate::sink::Dir::open(dir)?.regular_files(&ulid_of_ours, sizes)?;
     files.sort();
     Ok(files)
 }

@@ -817,7 +817,8 @@ pub fn call_tool(config: &Config, arguments: &str, now_ms: u64) -> Result<Extrac
         None => return Err(bad("`file_path` is required: the descriptor's file_path".into())),
     };
     // Models sometimes send numbers as strings ("2") or as 2.0: take them when they are whole.
-    let whole = |key: &str, v: &Value| -> Result<u64, Error> {
+    // Above u32 is as good as no cap, and out of range for a recipe.
+    let whole = |key: &str, v: &Value| -> Result<u32, Error> {
         let n = match v {
             Value::Number(n) => n.as_u64().or_else(|| {
                 n.as_f64()
@@ -827,11 +828,10 @@ pub fn call_tool(config: &Config, arguments: &str, now_ms: u64) -> Result<Extrac
             Value::String(s) => s.trim().parse::<u64>().ok(),
             _ => None,
         };
-        n.ok_or_else(|| bad(format!("`{key}` must be a whole number, got {v}")))
+        n.map(|n| u32::try_from(n).unwrap_or(u32::MAX))
+            .ok_or_else(|| bad(format!("`{key}` must be a whole number, got {v}")))
     };
-    let recipe = given("recipe")
-        .map(|v| whole("recipe", v).map(|n| u32::try_from(n).unwrap_or(u32::MAX)))
-        .transpose()?;
+    let recipe = given("recipe").map(|v| whole("recipe", v)).transpose()?;
     let query = match given("query") {
         None => None,
         Some(Value::String(q)) => Some(q.as_str()),
@@ -865,9 +865,7 @@ pub fn call_tool(config: &Config, arguments: &str, now_ms: u64) -> Result<Extrac
             )));
         }
     };
-    let limit = given("limit")
-        .map(|v| whole("limit", v).map(|n| u32::try_from(n).unwrap_or(u32::MAX)))
-        .transpose()?;
+    let limit = given("limit").map(|v| whole("limit", v)).transpose()?;
     if limit == Some(0) {
         return Err(bad("`limit` must be at least 1".into()));
     }

@@ -177,6 +177,8 @@ pub fn intercept(config: &Config, call: &ToolCall<'_>, emit: &mut dyn FnMut(Even
     }
     let operation = memory_operation(call.tool);
     let mut data = None;
+    // For inject the records' JSON text is made once: for the decision, then for the file.
+    let mut inject_records = None;
     if operation == Some(Operation::Inject) {
         // inject_context decides on the pre-budget records (spec), not on the budgeted text the
         // model would read; without records there is nothing to offload.
@@ -185,6 +187,7 @@ pub fn intercept(config: &Config, call: &ToolCall<'_>, emit: &mut dyn FnMut(Even
             Data::Json(value) if let Some(records) = memory_records(value) => {
                 let records = serde_json::to_string(records).map_err(|e| Error::InvalidInput(e.to_string()))?;
                 tokens = Counts::of(&records).tokens();
+                inject_records = Some(records);
             }
             _ => return unchanged(PassReason::BudgetedText, tokens),
         }
@@ -203,6 +206,10 @@ pub fn intercept(config: &Config, call: &ToolCall<'_>, emit: &mut dyn FnMut(Even
     if let (Some(operation), Data::Json(value)) = (operation, &data)
         && let Some(records) = memory_records(value)
     {
+        let records = match inject_records {
+            Some(text) => text,
+            None => serde_json::to_string(records).map_err(|e| Error::InvalidInput(e.to_string()))?,
+        };
         return memory(
             &config,
             operation,
@@ -338,7 +345,7 @@ fn memory(
     config: &Config,
     operation: Operation,
     arguments: &Map<String, Value>,
-    records: &[Value],
+    records: String,
     text: &str,
     result: &mut Map<String, Value>,
     tokens: u32,
@@ -348,7 +355,6 @@ fn memory(
     // this result is over the threshold already.
     let inject_text = (operation == Operation::Inject).then_some(text);
     let detail = arguments.get("detail").and_then(Value::as_str).and_then(Detail::parse);
-    let records = serde_json::to_string(records).expect("a Value always serialises");
     let request = Request {
         operation,
         query: arguments.get("query").and_then(Value::as_str),

@@ -86,14 +86,16 @@ pub(crate) fn offload_estimated(
 
     // The estimate covers the JSON text the result set would be returned as inline (unless the
     // MCP-level caller passed its own, of what the model reads).
-    let mut counts = Counts {
-        other: 2 + records.len().saturating_sub(1) as u64,
-        cjk: 0,
-    };
-    for record in &records {
-        counts = counts + Counts::of(&record.inline);
-    }
-    let tokens = estimate.unwrap_or_else(|| counts.tokens());
+    let tokens = estimate.unwrap_or_else(|| {
+        let brackets_and_commas = Counts {
+            other: 2 + records.len().saturating_sub(1) as u64,
+            cjk: 0,
+        };
+        records
+            .iter()
+            .fold(brackets_and_commas, |counts, r| counts + Counts::of(&r.inline))
+            .tokens()
+    });
 
     if !config.enabled || tokens <= config.threshold {
         let text = match request.text {
@@ -570,7 +572,7 @@ mod tests {
             panic!("{out:?}")
         };
         assert_eq!(count, 30);
-        let text = std::fs::read_to_string(&path).unwrap();
+        let text = fs::read_to_string(&path).unwrap();
         assert!(!text.contains("score"));
         assert!(text.starts_with("{\"type\":\"lro_header\""));
         let second: Value = serde_json::from_str(text.lines().nth(1).unwrap()).unwrap();

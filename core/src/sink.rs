@@ -33,7 +33,11 @@ mod imp {
         pub(crate) fn remove(&self, name: &str) {
             let _ = fs::remove_file(self.path(name));
         }
-        pub(crate) fn regular_files(&self, keep: &dyn Fn(&str) -> bool, sizes: bool) -> io::Result<Vec<(String, u64)>> {
+        pub(crate) fn regular_files<T>(
+            &self,
+            keep: &dyn Fn(&str) -> Option<T>,
+            sizes: bool,
+        ) -> io::Result<Vec<(T, String, u64)>> {
             let mut files = Vec::new();
             for entry in fs::read_dir(&self.0)? {
                 let entry = match entry {
@@ -44,11 +48,11 @@ mod imp {
                 let Some(name) = entry.file_name().to_str().map(str::to_owned) else {
                     continue;
                 };
-                if !keep(&name) {
+                let Some(kept) = keep(&name) else {
                     continue;
-                }
+                };
                 match entry.metadata() {
-                    Ok(meta) if meta.is_file() => files.push((name, if sizes { meta.len() } else { 0 })),
+                    Ok(meta) if meta.is_file() => files.push((kept, name, if sizes { meta.len() } else { 0 })),
                     _ => {}
                 }
             }
@@ -124,7 +128,11 @@ mod imp {
         /// per kept regular file only when `sizes` are wanted (0 otherwise): wasi-libc's
         /// `readdir` adds a `metadata-hash-at` for every entry, and each WASI call costs
         /// microseconds.
-        pub(crate) fn regular_files(&self, keep: &dyn Fn(&str) -> bool, sizes: bool) -> io::Result<Vec<(String, u64)>> {
+        pub(crate) fn regular_files<T>(
+            &self,
+            keep: &dyn Fn(&str) -> Option<T>,
+            sizes: bool,
+        ) -> io::Result<Vec<(T, String, u64)>> {
             // The directory is opened again before it is read, as wasi-libc does: Node's
             // preview2-shim cannot read a host preopen itself ("bad-descriptor").
             let dir = self
@@ -142,15 +150,18 @@ mod imp {
                     Err(ErrorCode::NoEntry) => continue,
                     Err(e) => return Err(error(e)),
                 };
-                if entry.type_ != DescriptorType::RegularFile || !keep(&entry.name) {
+                if entry.type_ != DescriptorType::RegularFile {
                     continue;
                 }
+                let Some(kept) = keep(&entry.name) else {
+                    continue;
+                };
                 if !sizes {
-                    files.push((entry.name, 0));
+                    files.push((kept, entry.name, 0));
                     continue;
                 }
                 match dir.stat_at(PathFlags::empty(), &entry.name) {
-                    Ok(stat) if stat.type_ == DescriptorType::RegularFile => files.push((entry.name, stat.size)),
+                    Ok(stat) if stat.type_ == DescriptorType::RegularFile => files.push((kept, entry.name, stat.size)),
                     // Renamed or deleted by another writer since it was listed.
                     Ok(_) | Err(ErrorCode::NoEntry) => {}
                     Err(e) => return Err(error(e)),

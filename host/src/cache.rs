@@ -2,7 +2,7 @@
 //! loading a precompiled artifact well under a millisecond.
 
 use std::hash::{DefaultHasher, Hash, Hasher};
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
+use std::os::unix::fs::DirBuilderExt;
 use std::path::Path;
 
 use wasmtime::Engine;
@@ -62,5 +62,5 @@ fn private_dir(dir: &Path) -> bool {
         return false;
     }
     let Ok(meta) = std::fs::metadata(dir) else { return false };
-    meta.is_dir() && meta.uid() == rustix::process::geteuid().as_raw() && meta.permissions().mode() & 0o022 == 0
+    meta.is_dir() && crate::not_private(&meta).is_none()
 }

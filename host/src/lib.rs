@@ -630,26 +630,8 @@ fn prepare_dir(config: &Config, create: bool) -> Result<(Config, FsPerms), Error
     if !meta.is_dir() {
         return Err(err("not a directory".into()));
     }
-    {
-        use std::os::unix::fs::MetadataExt;
-        let me = rustix::process::geteuid().as_raw();
-        if meta.uid() != me {
-            return Err(err(format!(
-                "owned by uid {}, not by this user (uid {me}); refusing to use it",
-                meta.uid()
-            )));
-        }
-        if meta.mode() & 0o022 != 0 {
-            return Err(err(format!(
-                "writable by {} (mode {:o}); refusing to use it: make it 0700",
-                if meta.mode() & 0o002 != 0 {
-                    "everyone"
-                } else {
-                    "its group"
-                },
-                meta.mode() & 0o7777
-            )));
-        }
+    if let Some(problem) = not_private(&meta) {
+        return Err(err(problem));
     }
     let dir = canonical
         .to_str()
@@ -667,6 +649,27 @@ fn prepare_dir(config: &Config, create: bool) -> Result<(Config, FsPerms), Error
         FsPerms::ReadWrite
     };
     Ok((Config { dir, ..config.clone() }, perms))
+}
+
+/// Why a directory is not this user's alone: owned by another user, or writable by group or
+/// others. The offload directory and the compiled-component cache are both checked with it.
+fn not_private(meta: &std::fs::Metadata) -> Option<String> {
+    use std::os::unix::fs::MetadataExt;
+    let me = rustix::process::geteuid().as_raw();
+    if meta.uid() != me {
+        return Some(format!(
+            "owned by uid {}, not by this user (uid {me}); refusing to use it",
+            meta.uid()
+        ));
+    }
+    let mode = meta.mode();
+    (mode & 0o022 != 0).then(|| {
+        let who = if mode & 0o002 != 0 { "everyone" } else { "its group" };
+        format!(
+            "writable by {who} (mode {:o}); refusing to use it: make it 0700",
+            mode & 0o7777
+        )
+    })
 }
 
 /// WASI cannot set file modes, so the host narrows a new file to 0600 once it is renamed into
