@@ -1024,9 +1024,13 @@ fn the_directory_stays_within_its_caps_evicting_the_oldest_first() {
             )
         })
         .collect();
+    // Oldest by ULID: files made in the same millisecond are ordered by the ULID's random part,
+    // not by when they were made, so the expectation is the names sorted, not creation order.
+    let mut by_ulid = paths.clone();
+    by_ulid.sort();
     let mut left = names_ending(dir.path(), ".jsonl");
     left.sort();
-    let newest: Vec<String> = paths[7..]
+    let newest: Vec<String> = by_ulid[7..]
         .iter()
         .map(|p| Path::new(p).file_name().unwrap().to_str().unwrap().to_owned())
         .collect();
@@ -1040,7 +1044,7 @@ fn the_directory_stays_within_its_caps_evicting_the_oldest_first() {
             _ => None,
         })
         .collect();
-    assert_eq!(evicted, paths[..7]);
+    assert_eq!(evicted, by_ulid[..7]);
 
     // A byte cap of about three files keeps three; a result larger than the cap degrades.
     let size = std::fs::metadata(&paths[11]).unwrap().len();
