@@ -1,5 +1,5 @@
-//! Runs the native offload and extraction in a loop, for `perf record`:
-//! `cargo build --release -p lro-core --example profile && perf record -g target/release/examples/profile offload`;
+//! Runs lro-core's offload and extraction in a loop, outside the component, for `perf record`:
+//! `cargo build --release -p lro-core --features sample --example profile && perf record -g target/release/examples/profile offload`;
 //! `... profile extract N RECIPE` extracts recipe RECIPE (default 2) from one file of N records;
 //! `... profile extract N FILTER` runs the jq filter over the slurped records.
 
@@ -14,7 +14,7 @@ fn main() {
     let dir = std::env::temp_dir().join(format!("lro-profile-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let config = Config {
-        dir: dir.to_str().unwrap().to_owned(),
+        output_dir: dir.to_str().unwrap().to_owned(),
         ..Config::default()
     };
     let records = serde_json::to_string(&lro_core::sample::records(Detail::Full, n, 42, false)).unwrap();
@@ -33,7 +33,7 @@ fn main() {
     let start = std::time::Instant::now();
     if what == "extract" {
         let path = offload();
-        let req = lro_core::extract::ExtractRequest {
+        let req = lro_core::ExtractRequest {
             path: &path,
             recipe,
             query: recipe.is_none().then_some(which.as_str()),
@@ -43,7 +43,7 @@ fn main() {
         };
         // Extraction is slower per record than offload: more reps so that it dominates the profile.
         for _ in 0..reps * 10 {
-            lro_core::extract::extract(&config, &req, 0).unwrap();
+            lro_core::extract(&config, &req, 0).unwrap();
         }
     } else {
         for _ in 0..reps {

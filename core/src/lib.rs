@@ -4,27 +4,49 @@
 //! ones here and passes events through a closure, so everything here runs and is tested natively
 //! too. Files are read and written with `std::fs`, which the component lowers to
 //! `wasi:filesystem` inside the one directory the host preopened.
+//!
+//! Modules follow the WIT interfaces they implement:
+//!
+//! - `interceptor`: [`offload`](mod@offload) (the record-level `offload`), [`mcp`] (the
+//!   MCP-level `intercept` and `rewrite-tools`), [`recipes`] (`recipes`: the jq library
+//!   descriptors offer) and [`estimate`](mod@estimate) (`estimate`).
+//! - `extractor`: [`extractor`] (`extract`, `tool-definition`, `call-tool`, `query`), over [`jq`]
+//!   (jaq with jq 1.6's behaviour) and [`plan`] (what of each record a filter reads).
+//! - `custodian`: [`custodian`] (`sweep`, and the storage caps every write keeps).
+//! - `configuration`: [`Config::default`] (`defaults`).
+//!
+//! Shared by them: [`json_text`] (the hand-written scanners of JSON text), [`time`] (RFC 3339)
+//! and the file sink. `sample` generates test records; it is behind the `sample` feature, so
+//! it is never part of the component.
 
 #![deny(unsafe_code)]
 
-pub mod compact;
-pub mod custody;
+// The fuzz calls (`fuzz_replay/calls.rs`) are shared with the fuzz targets, which name this
+// crate `lro_core`; the unit tests that replay them compile them inside it.
+#[cfg(test)]
+extern crate self as lro_core;
+
+pub mod custodian;
 pub mod estimate;
-pub mod extract;
+pub mod extractor;
+#[cfg(test)]
+mod fuzz_replay;
 pub mod jq;
+pub mod json_text;
 pub mod mcp;
 pub mod offload;
 pub mod plan;
 pub mod recipes;
+#[cfg(any(test, feature = "sample"))]
 pub mod sample;
 mod sink;
 pub mod time;
 
 use std::fmt;
 
-pub use custody::{SweepFailure, SweepReport, sweep};
+pub use custodian::{SweepFailure, SweepReport, sweep};
 pub use estimate::estimate;
-pub use extract::{ExtractRequest, Extracted, call_tool, extract, query, tool_definition};
+pub use extractor::{ExtractRequest, Extracted, call_tool, extract, query, tool_definition};
 pub use offload::offload;
 
 /// The memory operation that produced a result set.
@@ -107,34 +129,35 @@ pub enum RecipeLibrary {
     V1,
 }
 
-/// Settings for one call (the WIT `config` record).
+/// Settings for one call (the WIT `config` record), under the spec's `[prompt.offload]` names.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Config {
     /// When false every result stays inline.
     pub enabled: bool,
-    /// Offload when the estimate exceeds this.
-    pub threshold: u32,
+    /// Offload when the estimate exceeds this many tokens.
+    pub threshold_tokens: u32,
     /// Seconds a file lives.
-    pub ttl: u64,
-    /// Absolute path of the offload directory.
-    pub dir: String,
+    pub ttl_seconds: u64,
+    /// Absolute path of the offload directory (the host resolves the default, empty, before a
+    /// call).
+    pub output_dir: String,
     /// File name prefix.
     pub prefix: String,
     /// Descriptor style.
     pub descriptor: DescriptorStyle,
-    /// Whether the host offers `lro_extract`.
-    pub native: bool,
+    /// Whether the host offers the `lro_extract` tool.
+    pub extract_tool: bool,
     /// MIF schema version written to headers.
     pub schema_version: String,
     /// The recipe library.
     pub recipes: RecipeLibrary,
     /// Per-tool settings for the MCP-level interceptor.
     pub tools: Vec<mcp::ToolSettings>,
-    /// Cap on the bytes of all LRO files in `dir`; 0 means none.
+    /// Cap on the bytes of all LRO files in `output_dir`; 0 means none.
     pub max_bytes: u64,
-    /// Cap on the number of LRO files in `dir`; 0 means none.
+    /// Cap on the number of LRO files in `output_dir`; 0 means none.
     pub max_files: u32,
-    /// Set by the host when `dir` failed its checks: nothing is written, offloads degrade.
+    /// Set by the host when `output_dir` failed its checks: nothing is written, offloads degrade.
     pub dir_problem: Option<String>,
 }
 
@@ -143,16 +166,19 @@ pub const DEFAULT_MAX_BYTES: u64 = 1 << 30;
 /// Default of [`Config::max_files`].
 pub const DEFAULT_MAX_FILES: u32 = 1000;
 
+/// The spec's defaults, as the WIT `configuration.defaults` returns them. `output_dir` is empty,
+/// which stands for the host's default directory: a host resolves it before a call, and
+/// [`Config::validate`] refuses it as it is.
 impl Default for Config {
     fn default() -> Self {
         Config {
             enabled: true,
-            threshold: 1600,
-            ttl: 3600,
-            dir: "/tmp/lro".to_owned(),
+            threshold_tokens: 1600,
+            ttl_seconds: 3600,
+            output_dir: String::new(),
             prefix: "atlatl".to_owned(),
             descriptor: DescriptorStyle::Full,
-            native: false,
+            extract_tool: false,
             schema_version: "0.1".to_owned(),
             recipes: RecipeLibrary::V2,
             tools: Vec::new(),
@@ -166,10 +192,10 @@ impl Default for Config {
 impl Config {
     /// Checks the fields every function relies on; the error names the field.
     pub fn validate(&self) -> Result<(), Error> {
-        if !self.dir.starts_with('/') {
+        if !self.output_dir.starts_with('/') {
             return Err(Error::InvalidConfig(format!(
-                "dir must be an absolute path, got {:?}",
-                self.dir
+                "output_dir must be an absolute path, got {:?}",
+                self.output_dir
             )));
         }
         let prefix_ok = (1..=32).contains(&self.prefix.len())
@@ -195,7 +221,7 @@ impl Config {
 
     /// The directory without a trailing slash, ready to join a file name to.
     pub(crate) fn dir_base(&self) -> &str {
-        let trimmed = self.dir.trim_end_matches('/');
+        let trimmed = self.output_dir.trim_end_matches('/');
         if trimmed.is_empty() { "" } else { trimmed }
     }
 }

@@ -19,6 +19,7 @@ use jaq_core::path::Part;
 use jaq_json::Val;
 
 use crate::jq;
+use crate::json_text::{skip_string, skip_value, skip_ws};
 
 /// What is needed of a value.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -373,64 +374,6 @@ pub fn parse_projected(line: &str, keys: &[String]) -> Result<Val, String> {
         return Err(at(i, "unexpected text after the record"));
     }
     Ok(Val::obj(members.into_iter().collect()))
-}
-
-fn skip_ws(b: &[u8], mut i: usize) -> usize {
-    while let Some(b' ' | b'\t' | b'\n' | b'\r') = b.get(i) {
-        i += 1;
-    }
-    i
-}
-
-/// The end (one past the closing quote) of the string starting at `i`.
-fn skip_string(b: &[u8], i: usize) -> Option<usize> {
-    let mut at = i + 1;
-    loop {
-        at += memchr::memchr2(b'"', b'\\', &b[at..])?;
-        if b[at] == b'\\' {
-            at += 2;
-        } else {
-            return Some(at + 1);
-        }
-    }
-}
-
-/// The end of the JSON value starting at `i`: strings and brackets matched, scalars up to the next
-/// delimiter.
-fn skip_value(b: &[u8], i: usize) -> Option<usize> {
-    match *b.get(i)? {
-        b'"' => skip_string(b, i),
-        b'{' | b'[' => {
-            let mut depth = 0usize;
-            let mut at = i;
-            while at < b.len() {
-                match b[at] {
-                    b'"' => {
-                        at = skip_string(b, at)?;
-                        continue;
-                    }
-                    b'{' | b'[' => depth += 1,
-                    b'}' | b']' => {
-                        depth -= 1;
-                        if depth == 0 {
-                            return Some(at + 1);
-                        }
-                    }
-                    _ => {}
-                }
-                at += 1;
-            }
-            None
-        }
-        b',' | b'}' | b']' | b':' => None,
-        _ => {
-            let len = b[i..]
-                .iter()
-                .position(|c| matches!(c, b',' | b'}' | b']' | b' ' | b'\t' | b'\n' | b'\r'))
-                .unwrap_or(b.len() - i);
-            Some(i + len)
-        }
-    }
 }
 
 #[cfg(test)]

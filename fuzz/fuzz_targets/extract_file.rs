@@ -5,12 +5,12 @@
 //! with slurp. The rest is the content of `atlatl-recall-01J0000000000000000000000A.jsonl` in a
 //! fresh temporary directory. `now` is 2026-11-23T00:00:01Z, so a header stamped
 //! 2026-11-23T00:00:00.000Z is live (ttl 1 h); the sweeps run at `now` and a day later.
-//! Replayed by `core/tests/fuzz_replay.rs` (tests/fuzz/extract_file/).
+//! Replayed by lro-core's unit tests (`core/src/fuzz_replay/`, tests/fuzz/extract_file/).
 #![no_main]
 
-// The call itself is shared with the replay test (core/tests/fuzz_replay.rs), so every finding
-// replays exactly as it was found.
-#[path = "../../core/tests/fuzz_calls/mod.rs"]
+// The call itself is shared with the replay in lro-core's unit tests (core/src/fuzz_replay/),
+// so every finding replays exactly as it was found.
+#[path = "../../core/src/fuzz_replay/calls.rs"]
 mod fuzz_calls;
 
 libfuzzer_sys::fuzz_target!(|data: &[u8]| fuzz_calls::extract_file(data));

@@ -4,13 +4,13 @@
 //! is run plain and with slurp + raw output, capped at 200 estimated tokens.
 //!
 //! A native run has no time or stack limit (the component is stopped by the host), so filters
-//! that can run without bound are skipped: see `unbounded` below.
-//! Replayed by `core/tests/fuzz_replay.rs` (tests/fuzz/filter_input/).
+//! that can run without bound are skipped: see `UNBOUNDED` in the shared call.
+//! Replayed by lro-core's unit tests (`core/src/fuzz_replay/`, tests/fuzz/filter_input/).
 #![no_main]
 
-// The call itself is shared with the replay test (core/tests/fuzz_replay.rs), so every finding
-// replays exactly as it was found.
-#[path = "../../core/tests/fuzz_calls/mod.rs"]
+// The call itself is shared with the replay in lro-core's unit tests (core/src/fuzz_replay/),
+// so every finding replays exactly as it was found.
+#[path = "../../core/src/fuzz_replay/calls.rs"]
 mod fuzz_calls;
 
 libfuzzer_sys::fuzz_target!(|data: &[u8]| fuzz_calls::filter_input(data));

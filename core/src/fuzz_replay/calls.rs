@@ -1,6 +1,8 @@
 //! What each lro-core fuzz target runs on one input, shared by the targets
-//! (`fuzz/fuzz_targets/*.rs`, under libFuzzer) and by `core/tests/fuzz_replay.rs` (every file of
-//! `tests/fuzz/<target>/`, in the normal test suite), so a finding replays exactly as found.
+//! (`fuzz/fuzz_targets/*.rs`, under libFuzzer) and by the replay in lro-core's unit tests
+//! (`core/src/fuzz_replay/mod.rs`: every file of `tests/fuzz/<target>/`), so a finding replays
+//! exactly as found. Both compile this file as a module of their own crate, so it names lro-core
+//! `lro_core` and uses nothing else of either crate.
 //! Each function returns normally for `Ok` or a typed `Err`; a panic is a finding.
 
 #![allow(dead_code, reason = "each fuzz target uses one of these")]
@@ -20,7 +22,7 @@ fn typed<T>(result: Result<T, Error>) {
 
 fn temp_config(dir: &tempfile::TempDir) -> Config {
     Config {
-        dir: dir.path().to_str().expect("a UTF-8 temporary path").to_owned(),
+        output_dir: dir.path().to_str().expect("a UTF-8 temporary path").to_owned(),
         ..Config::default()
     }
 }
@@ -33,7 +35,7 @@ pub fn offload_records(data: &[u8]) {
     let Ok(records) = std::str::from_utf8(rest) else { return };
     let dir = tempfile::tempdir().expect("a temporary directory");
     let config = Config {
-        threshold: u32::from(flags & 0x3f) * 4,
+        threshold_tokens: u32::from(flags & 0x3f) * 4,
         descriptor: if flags & 0x40 != 0 {
             DescriptorStyle::Bare
         } else {
@@ -44,7 +46,7 @@ pub fn offload_records(data: &[u8]) {
         } else {
             RecipeLibrary::V2
         },
-        native: flags & 0x80 != 0,
+        extract_tool: flags & 0x80 != 0,
         ..temp_config(&dir)
     };
     for operation in [Operation::Recall, Operation::Search, Operation::List, Operation::Inject] {
@@ -67,7 +69,7 @@ pub fn intercept_mcp(data: &[u8]) {
     let dir = tempfile::tempdir().expect("a temporary directory");
     for threshold in [0, 50] {
         let config = Config {
-            threshold,
+            threshold_tokens: threshold,
             ..temp_config(&dir)
         };
         for tool in ["recall_memories", "inject_context", "search_repos"] {
@@ -119,7 +121,7 @@ pub fn filter_input(data: &[u8]) {
     }
 }
 
-/// A name `custody::classify` accepts.
+/// A name the custodian recognises as an offload file.
 const EXTRACT_NAME: &str = "atlatl-recall-01J0000000000000000000000A.jsonl";
 /// 2026-11-23T00:00:01Z.
 const NOW_MS: u64 = 1_795_392_001_000;

@@ -2,15 +2,16 @@
 //! lro-core fuzz target (`fuzz/fuzz_targets/*.rs`), without libFuzzer. Every file must give `Ok`
 //! or a typed `Err`; a panic fails the test, which names every file that panicked.
 //!
-//! `cargo test -p lro-core --test fuzz_replay`. See docs/FUZZING.md.
+//! Part of lro-core's unit tests (`cargo test -p lro-core fuzz_replay`). See docs/FUZZING.md.
 
 use std::fs;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::PathBuf;
 
-mod fuzz_calls;
+// Shared with the fuzz targets, which include it by path: a finding replays as it was found.
+mod calls;
 
-use fuzz_calls::{extract_file, filter_input, intercept_mcp, offload_records};
+use calls::{extract_file, filter_input, intercept_mcp, offload_records};
 
 /// The files of `tests/fuzz/<target>/`, sorted by name.
 fn inputs(target: &str) -> Vec<(String, Vec<u8>)> {

@@ -1,4 +1,7 @@
-//! The custodian: deletes offloaded files whose time to live has passed.
+//! The custodian (the WIT `custodian` interface): [`sweep`] deletes offloaded files whose time to
+//! live has passed. It also keeps the offload directory within its storage caps before a write
+//! (`make_room`), and says which directory entries are ours and when they were created, for
+//! the extractor's expiry check.
 
 use std::fs::{self, File};
 use std::io::{self, BufRead, BufReader, ErrorKind, Read};
@@ -163,7 +166,7 @@ pub(crate) fn make_room(config: &Config, files: u32, bytes: u64, emit: &mut dyn 
     Ok(())
 }
 
-/// Deletes every expired LRO file in `config.dir`: `created + ttl <= now`.
+/// Deletes every expired LRO file in `config.output_dir`: `created + ttl_seconds <= now`.
 pub fn sweep(config: &Config, now_ms: u64, emit: &mut dyn FnMut(Event)) -> Result<SweepReport, Error> {
     config.validate()?;
     let base = config.dir_base();
@@ -191,7 +194,7 @@ pub fn sweep(config: &Config, now_ms: u64, emit: &mut dyn FnMut(Event)) -> Resul
     }
     ours.sort_by(|a, b| a.0.cmp(&b.0));
 
-    let ttl_ms = config.ttl.saturating_mul(1000);
+    let ttl_ms = config.ttl_seconds.saturating_mul(1000);
     let mut report = SweepReport::default();
     for (name, kind) in ours {
         let path = format!("{base}/{name}");

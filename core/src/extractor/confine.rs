@@ -1,0 +1,158 @@
+//! Confinement: what an extraction may read. The path must name an LRO file directly inside the
+//! offload directory (checked lexically before anything is read), the file must be a regular
+//! file with a valid header, and it must not have expired.
+
+use std::fs;
+use std::io::ErrorKind;
+
+use serde_json::Value;
+
+use crate::custodian;
+use crate::time::parse_rfc3339_ms;
+use crate::{Config, Detail, Error};
+
+/// The path, made lexical-canonical, if it names a file directly in the offload directory with
+/// our name pattern. Nothing is read before this check passes.
+pub(super) fn confine(config: &Config, path: &str) -> Result<String, Error> {
+    if !path.starts_with('/') {
+        return Err(Error::OutsideDirectory(format!(
+            "{path:?} is relative; pass the absolute file_path from the descriptor"
+        )));
+    }
+    let mut parts: Vec<&str> = Vec::new();
+    for part in path.split('/') {
+        match part {
+            "" | "." => {}
+            ".." => {
+                parts.pop();
+            }
+            p => parts.push(p),
+        }
+    }
+    let normal = format!("/{}", parts.join("/"));
+    let dir = config.dir_base();
+    let Some(name) = normal.strip_prefix(dir).and_then(|rest| rest.strip_prefix('/')) else {
+        return Err(Error::OutsideDirectory(format!(
+            "{path} (the offload directory is {dir})"
+        )));
+    };
+    if name.contains('/') {
+        return Err(Error::OutsideDirectory(format!(
+            "{path} is in a subdirectory; offload files sit directly in {dir}"
+        )));
+    }
+    if custodian::classify(&config.prefix, name).is_none_or(|kind| !kind.is_offload()) {
+        return Err(Error::NotLroFile(format!(
+            "{path}: offload files are named {}-OPERATION-ULID.jsonl",
+            config.prefix
+        )));
+    }
+    Ok(normal)
+}
+
+/// Reads an offload file. Only a regular file is opened: a FIFO or device wearing an LRO name
+/// would block the open (and a deadline cannot interrupt a blocking open), a directory cannot be
+/// read. The check follows a symlink that stays inside the directory, as the read does.
+pub(super) fn read(path: &str) -> Result<String, Error> {
+    let meta = fs::metadata(path).map_err(|e| read_error(path, e))?;
+    if !meta.is_file() {
+        return Err(Error::NotLroFile(format!(
+            "{path} is not a regular file (a directory, FIFO, socket or device); nothing was read"
+        )));
+    }
+    fs::read_to_string(path).map_err(|e| read_error(path, e))
+}
+
+/// The error a failed read means for the model: missing, refused by the sandbox, or not text.
+fn read_error(path: &str, e: std::io::Error) -> Error {
+    match e.kind() {
+        ErrorKind::NotFound => Error::NotFound(format!("{path} does not exist (it may have expired and been swept)")),
+        // The sandbox answers a symlink (or any path) leading out of the directory this way.
+        ErrorKind::PermissionDenied => {
+            Error::OutsideDirectory(format!("{path} is a link leading out of it; the sandbox refused it"))
+        }
+        ErrorKind::InvalidData => Error::NotLroFile(format!("{path}: not UTF-8 text")),
+        // WASI ENOTCAPABLE: the other way a capability refusal can come back.
+        _ if e.raw_os_error() == Some(76) => {
+            Error::OutsideDirectory(format!("{path} is a link leading out of it; the sandbox refused it"))
+        }
+        _ => Error::Io(format!("reading {path}: {e}")),
+    }
+}
+
+/// The detail level the header names (None for a generic result), if the file is an LRO file
+/// that has not expired at `now_ms`.
+pub(super) fn check_header(config: &Config, path: &str, header: &str, now_ms: u64) -> Result<Option<Detail>, Error> {
+    let not_lro = |why: &str| Error::NotLroFile(format!("{path}: {why}"));
+    let header: Value = serde_json::from_str(header).map_err(|_| not_lro("its first line is not a JSON header"))?;
+    if header.get("type").and_then(Value::as_str) != Some("lro_header") {
+        return Err(not_lro("its first line has no \"type\": \"lro_header\""));
+    }
+    // Generic results (any tool's data) have no detail level, hence no numbered recipes.
+    let detail = match header.get("detail").and_then(Value::as_str) {
+        Some("generic") => None,
+        Some(level) => Some(Detail::parse(level).ok_or_else(|| not_lro("its header names an unknown detail level"))?),
+        None => return Err(not_lro("its header has no detail level")),
+    };
+    let stamped = header
+        .get("timestamp")
+        .and_then(Value::as_str)
+        .and_then(parse_rfc3339_ms)
+        .ok_or_else(|| not_lro("its header has no RFC 3339 timestamp"))?;
+    // The same date the custodian goes by, so a file is never readable past the time a sweep
+    // would delete it.
+    let name = path.rsplit('/').next().unwrap_or(path);
+    let created = match custodian::classify(&config.prefix, name) {
+        Some(custodian::Kind::Offload(ulid)) => custodian::created_ms(path, ulid, Some(stamped)),
+        _ => stamped,
+    };
+    let expired = created.saturating_add(config.ttl_seconds.saturating_mul(1000));
+    if expired <= now_ms {
+        return Err(Error::Expired(format!(
+            "{path} expired at {} (ttl {} s); run the tool again for fresh results",
+            crate::time::format_rfc3339_ms(expired),
+            config.ttl_seconds
+        )));
+    }
+    Ok(detail)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn confinement_is_lexical_first() {
+        let cfg = Config {
+            output_dir: "/srv/lro".into(),
+            ..Config::default()
+        };
+        let ok = "01JDEF7X2K0000000000000000";
+        assert_eq!(
+            confine(&cfg, &format!("/srv/lro/./atlatl-recall-{ok}.jsonl")).unwrap(),
+            format!("/srv/lro/atlatl-recall-{ok}.jsonl")
+        );
+        for (path, kind) in [
+            ("/srv/lro/../etc/passwd", "outside"),
+            ("/etc/passwd", "outside"),
+            ("relative.jsonl", "outside"),
+            (
+                "/srv/lro-other/atlatl-recall-01JDEF7X2K0000000000000000.jsonl",
+                "outside",
+            ),
+            ("/srv/lro/sub/atlatl-recall-01JDEF7X2K0000000000000000.jsonl", "outside"),
+            ("/srv/lro/notes.txt", "not-lro"),
+            (
+                "/srv/lro/.atlatl-recall-01JDEF7X2K0000000000000000.jsonl.tmp",
+                "not-lro",
+            ),
+        ] {
+            let err = confine(&cfg, path).unwrap_err();
+            let matches = match kind {
+                "outside" => matches!(err, Error::OutsideDirectory(_)),
+                _ => matches!(err, Error::NotLroFile(_)),
+            };
+            assert!(matches, "{path}: {err}");
+        }
+    }
+}

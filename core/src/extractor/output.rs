@@ -1,0 +1,204 @@
+//! The output of an extraction: values as jq prints them, up to a cap in estimated tokens, with a
+//! note saying what the cap left out. A single value over the cap shows its leading part.
+
+use jaq_json::Val;
+
+use super::Extracted;
+use super::hint::absent_field_hint;
+use crate::Detail;
+use crate::estimate::Counts;
+use crate::jq;
+
+/// Collects values up to the cap and counts the rest.
+pub(super) struct Output {
+    /// Strings are printed raw.
+    pub(super) raw: bool,
+    limit: u32,
+    values: Vec<String>,
+    counts: Counts,
+    total: u64,
+    truncated: bool,
+    /// When the first value alone was over the cap and was cut to its leading parts: what it
+    /// was (`"array"`/`"object"`), the parts shown and the parts it had.
+    cut: Option<(&'static str, usize, usize)>,
+}
+
+impl Output {
+    /// An empty output, printing strings raw when `raw`, capped at `limit` tokens.
+    pub(super) fn new(raw: bool, limit: u32) -> Self {
+        Output {
+            raw,
+            limit,
+            values: Vec::new(),
+            counts: Counts::default(),
+            total: 0,
+            truncated: false,
+            cut: None,
+        }
+    }
+
+    /// The cap has been reached: further values are only counted.
+    pub(super) fn is_full(&self) -> bool {
+        self.truncated
+    }
+
+    /// Counts a value past the cap without printing it.
+    pub(super) fn count(&mut self) -> bool {
+        debug_assert!(self.truncated);
+        self.total += 1;
+        true
+    }
+
+    /// Prints a value, or only counts it past the cap. Always true: keep going, to count.
+    pub(super) fn push(&mut self, value: &Val) -> bool {
+        if self.truncated {
+            return self.count();
+        }
+        self.push_text(if self.raw {
+            jq::to_raw(value)
+        } else {
+            jq::to_json(value)
+        })
+    }
+
+    /// Pushes a value already printed.
+    pub(super) fn push_text(&mut self, text: String) -> bool {
+        self.total += 1;
+        if !self.truncated {
+            let next = self.counts + Counts::of(&text) + Counts { other: 1, cjk: 0 };
+            if next.tokens() > self.limit {
+                self.truncated = true;
+                // One value over the cap (a slurped recipe's array, say) would show nothing at
+                // all: show its leading elements instead, and say how many there were.
+                if self.values.is_empty()
+                    && let Some((part, kind, shown, all)) = leading_part(&text, self.limit)
+                {
+                    self.cut = Some((kind, shown, all));
+                    self.values.push(part);
+                }
+            } else {
+                self.counts = next;
+                self.values.push(text);
+            }
+        }
+        true
+    }
+
+    /// The result, with a note on what the cap left out, or a hint when nothing matched.
+    pub(super) fn finish(self, detail: Option<Detail>, program: &str) -> Extracted {
+        let mut text = self.values.join("\n");
+        if self.total == 0 {
+            text = match absent_field_hint(program, detail) {
+                Some(hint) => format!("[lro_extract: no values: the filter matched nothing. {hint}]"),
+                None => "[lro_extract: no values: the filter matched nothing.]".to_owned(),
+            };
+        } else if let Some((kind, shown, all)) = self.cut {
+            let (part, parts) = if kind == "array" {
+                ("element", "elements")
+            } else {
+                ("member", "members")
+            };
+            let others = if self.total > 1 {
+                format!(" It is the first of {} values; the others are not shown.", self.total)
+            } else {
+                String::new()
+            };
+            text.push_str(&format!(
+                "\n[lro_extract: the value is an {kind} of {all} {parts}, over the output cap of {} tokens; \
+                 showing its first {shown} {}.{others} Narrow the query (.[:n], map(...), select(...), \
+                 or fewer fields) or pass a larger limit.]",
+                self.limit,
+                if shown == 1 { part } else { parts },
+            ));
+        } else if self.truncated {
+            text.push_str(&format!(
+                "\n[lro_extract: showing {} of {} values; the output cap is {} tokens. Narrow the query \
+                 (select(...), limit(n; ...), or fewer fields) or pass a larger limit.]",
+                self.values.len(),
+                self.total,
+                self.limit
+            ));
+        }
+        Extracted {
+            values: self.values,
+            raw: self.raw,
+            total: self.total,
+            truncated: self.truncated,
+            text,
+        }
+    }
+}
+
+/// The leading elements of an array (members of an object) printed as `text` that fit `limit`
+/// tokens, as JSON of the same kind: (the part, its kind, parts shown, parts in all). None for
+/// other values, or text nested too deeply to take apart.
+fn leading_part(text: &str, limit: u32) -> Option<(String, &'static str, usize, usize)> {
+    use serde_json::value::RawValue;
+    let (kind, parts): (&'static str, Vec<(Option<String>, &RawValue)>) = match text.as_bytes().first() {
+        Some(b'[') => (
+            "array",
+            serde_json::from_str::<Vec<&RawValue>>(text)
+                .ok()?
+                .into_iter()
+                .map(|v| (None, v))
+                .collect(),
+        ),
+        Some(b'{') => (
+            "object",
+            serde_json::from_str::<Members<'_>>(text)
+                .ok()?
+                .0
+                .into_iter()
+                .map(|(k, v)| (Some(crate::json_string(&k)), v))
+                .collect(),
+        ),
+        _ => return None,
+    };
+    let (open, close) = if kind == "array" { ('[', ']') } else { ('{', '}') };
+    let mut part = String::from(open);
+    let mut counts = Counts { other: 3, cjk: 0 };
+    let mut shown = 0;
+    for (key, value) in &parts {
+        let mut item = String::new();
+        if shown > 0 {
+            item.push(',');
+        }
+        if let Some(key) = key {
+            item.push_str(key);
+            item.push(':');
+        }
+        item.push_str(value.get());
+        let next = counts + Counts::of(&item);
+        if next.tokens() > limit {
+            break;
+        }
+        counts = next;
+        part.push_str(&item);
+        shown += 1;
+    }
+    part.push(close);
+    Some((part, kind, shown, parts.len()))
+}
+
+/// An object's members in order, values as raw text (printed as they are).
+struct Members<'a>(Vec<(String, &'a serde_json::value::RawValue)>);
+
+impl<'de: 'a, 'a> serde::Deserialize<'de> for Members<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visit<'a>(std::marker::PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> serde::de::Visitor<'de> for Visit<'a> {
+            type Value = Members<'a>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<M: serde::de::MapAccess<'de>>(self, mut map: M) -> Result<Members<'a>, M::Error> {
+                let mut members = Vec::new();
+                while let Some((k, v)) = map.next_entry::<String, &'de serde_json::value::RawValue>()? {
+                    members.push((k, v));
+                }
+                Ok(Members(members))
+            }
+        }
+        deserializer.deserialize_map(Visit(std::marker::PhantomData))
+    }
+}

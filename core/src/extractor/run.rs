@@ -1,0 +1,181 @@
+//! Running a filter over the record lines of a file, once per record or once over all of them
+//! (`slurp`), parsing only the members the filter reads (see [`crate::plan`]).
+
+use jaq_json::Val;
+
+use super::Extracted;
+use super::hint::with_hint;
+use super::output::Output;
+use crate::jq::{self, Filter, Flow};
+use crate::json_text::is_jq_canonical;
+use crate::plan::{self, Plan, Slurp};
+use crate::{Detail, Error};
+
+/// Runs `filter` (compiled from `program`, with variables `names` bound to `vars`) over the
+/// record lines in `body`, into an output capped at `limit` tokens.
+#[allow(
+    clippy::too_many_arguments,
+    reason = "one private call site; a struct would only rename them"
+)]
+pub(super) fn run_over_lines(
+    filter: &Filter,
+    names: &[&str],
+    vars: &[Val],
+    body: &str,
+    slurp: bool,
+    raw: bool,
+    limit: u32,
+    detail: Option<Detail>,
+    program: &str,
+) -> Result<Extracted, Error> {
+    let mut out = Output::new(raw, limit);
+    let lines = body.lines().enumerate().filter(|(_, l)| !l.trim().is_empty());
+    let corrupt = |i: usize, e: String| Error::Corrupt(format!("line {} is not a valid record: {e}", i + 2));
+    let parse = |(i, line): (usize, &str)| jq::parse(line).map_err(|e| corrupt(i, e));
+    let failed = |e: String, at: Option<usize>| {
+        let at = at.map_or(String::new(), |i| format!(" (on the record at line {})", i + 2));
+        with_hint(Error::FilterFailed(format!("{e}{at}")), program, detail)
+    };
+    if slurp {
+        let lines: Vec<(usize, &str)> = lines.collect();
+        let projected = |keys: &[String]| {
+            lines
+                .iter()
+                .map(|&(i, line)| plan::parse_projected(line, keys).map_err(|e| corrupt(i, e)))
+                .collect::<Result<Val, Error>>()
+        };
+        let keys = match plan::slurped(program) {
+            Slurp::Whole => None,
+            Slurp::Project(keys) => Some(keys),
+            Slurp::SortBy { key, keys } => {
+                let sorted =
+                    sorted_positions(&key, names, vars, projected(&keys)?, lines.len()).map_err(|e| failed(e, None))?;
+                if let Some(positions) = sorted {
+                    let mut text = String::with_capacity(body.len() + 2);
+                    text.push('[');
+                    for (n, position) in positions.into_iter().enumerate() {
+                        let (i, line) = lines[position];
+                        if n > 0 {
+                            text.push(',');
+                        }
+                        if is_jq_canonical(line) {
+                            text.push_str(line);
+                        } else {
+                            text.push_str(&jq::to_json(&parse((i, line))?));
+                        }
+                    }
+                    text.push(']');
+                    out.push_text(text);
+                    return Ok(out.finish(detail, program));
+                }
+                // The key halted, or did something else unforeseen: sort the records themselves.
+                None
+            }
+        };
+        let records = match &keys {
+            Some(keys) => projected(keys)?,
+            None => lines.iter().copied().map(parse).collect::<Result<Val, Error>>()?,
+        };
+        filter
+            .run(records, vars, &mut |v| out.push(&v))
+            .map_err(|e| failed(e, None))?;
+    } else {
+        match plan::per_record(program) {
+            plan @ (Plan::Whole | Plan::Project(_)) => {
+                let keys = match &plan {
+                    Plan::Project(keys) => Some(keys),
+                    _ => None,
+                };
+                for (i, line) in lines {
+                    let record = match keys {
+                        Some(keys) => plan::parse_projected(line, keys).map_err(|e| corrupt(i, e))?,
+                        None => parse((i, line))?,
+                    };
+                    if filter
+                        .run(record, vars, &mut |v| out.push(&v))
+                        .map_err(|e| failed(e, Some(i)))?
+                        == Flow::Halt
+                    {
+                        break;
+                    }
+                }
+            }
+            Plan::Select { cond, keys } => {
+                // `select(COND)` outputs the record once for every true output of COND.
+                let cond = Filter::compile(&cond, names)?;
+                for (i, line) in lines {
+                    let record = plan::parse_projected(line, &keys).map_err(|e| corrupt(i, e))?;
+                    let mut whole: Option<Val> = None;
+                    let mut bad_line = None;
+                    let flow = cond
+                        .run(record, vars, &mut |v| {
+                            if matches!(v, Val::Null | Val::Bool(false)) {
+                                return true;
+                            }
+                            if out.is_full() {
+                                return out.count();
+                            }
+                            // Most lines print as they are written: no need to build the record
+                            // (a string would print differently in raw mode).
+                            if !(out.raw && line.starts_with('"')) && is_jq_canonical(line) {
+                                return out.push_text(line.to_owned());
+                            }
+                            if whole.is_none() {
+                                match parse((i, line)) {
+                                    Ok(v) => whole = Some(v),
+                                    Err(e) => {
+                                        bad_line = Some(e);
+                                        return false;
+                                    }
+                                }
+                            }
+                            out.push(whole.as_ref().expect("parsed above"))
+                        })
+                        .map_err(|e| failed(e, Some(i)))?;
+                    if let Some(e) = bad_line {
+                        return Err(e);
+                    }
+                    if flow == Flow::Halt {
+                        break;
+                    }
+                }
+            }
+        }
+    }
+    Ok(out.finish(detail, program))
+}
+
+/// The order `sort_by(KEY)` puts `records` (projected to what KEY reads) in, as positions: jaq
+/// sorts the positions by the same keys, so the order is the one it gives the records, ties
+/// included. `None` when the run does not give one permutation of `0..count`.
+fn sorted_positions(
+    key: &str,
+    names: &[&str],
+    vars: &[Val],
+    records: Val,
+    count: usize,
+) -> Result<Option<Vec<usize>>, String> {
+    let program = format!(". as $__lro_records | [range(length)] | sort_by($__lro_records[.] | ({key}))");
+    let Ok(order) = Filter::compile(&program, names) else {
+        return Ok(None);
+    };
+    let mut outputs = Vec::new();
+    order.run(records, vars, &mut |v| {
+        outputs.push(v);
+        true
+    })?;
+    let [Val::Arr(positions)] = &outputs[..] else {
+        return Ok(None);
+    };
+    let positions: Option<Vec<usize>> = positions
+        .iter()
+        .map(|p| match p {
+            Val::Num(n) => n
+                .as_isize()
+                .and_then(|n| usize::try_from(n).ok())
+                .filter(|&n| n < count),
+            _ => None,
+        })
+        .collect();
+    Ok(positions.filter(|p| p.len() == count))
+}

@@ -1,0 +1,544 @@
+//! The hand-written scanners of JSON text: single passes over bytes that answer one question
+//! without building a value, where parsing every record into a tree was the cost of an offload or
+//! an extraction.
+//!
+//! - [`scan`]: whether a record's text is compact as serde_json prints it, and the top-level
+//!   members the record-level interceptor needs (`memory`, `score`, `namespace`, detail level).
+//!   [`compacted`] then uses the text as it is or transcodes it without building a tree.
+//! - [`depth`]: how deeply arbitrary text nests, checked before jaq's recursive parser sees it.
+//! - [`is_jq_canonical`]: whether a record line already reads exactly as jq would print it, so
+//!   extraction can output the line itself.
+//! - [`skip_value`] (with [`skip_ws`] and [`skip_string`]): where a member's value ends, so
+//!   projected parsing skips the members a filter does not read.
+//!
+//! They look alike but answer different questions on different inputs (valid JSON for `scan`,
+//! anything for `depth`, lines of a file for the others), so each keeps its own loop.
+//!
+//! Why `scan` and `compacted` exist: parsing every record into a tree and printing it again cost
+//! three quarters of an offload (allocation of every map and string). Most inputs are already
+//! compact, so they are checked in one pass and used as they are, and the rest are transcoded
+//! straight from the parser to the printer. Either way the text is byte for byte what
+//! `serde_json::to_string` of the parsed value gives, except that an object's duplicate keys are
+//! kept rather than merged.
+
+use std::borrow::Cow;
+
+use crate::jq::write_num;
+
+/// `raw` as compact JSON, given whether it is compact already (from [`scan`]).
+///
+/// Fails on text the validating pass accepts but no JSON value can hold: a lone UTF-16
+/// surrogate escape (`"\ud800"`) or a number out of range (`1e400`). The error says which.
+pub fn compacted(raw: &str, compact: bool) -> Result<Cow<'_, str>, String> {
+    if compact {
+        return Ok(Cow::Borrowed(raw));
+    }
+    let mut out = Vec::with_capacity(raw.len());
+    let mut de = serde_json::Deserializer::from_str(raw);
+    let mut ser = serde_json::Serializer::new(&mut out);
+    serde_transcode::transcode(&mut de, &mut ser).map_err(|e| e.to_string())?;
+    String::from_utf8(out)
+        .map(Cow::Owned)
+        .map_err(|_| "the text is not valid UTF-8 once unescaped".to_owned())
+}
+
+/// What one pass over a value's text found.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Scan<'a> {
+    /// The text is exactly what serde_json prints for it: no whitespace between tokens, only the
+    /// escapes it writes, integers in range without `-0`, other numbers as it prints them.
+    pub compact: bool,
+    /// For an object: the text of its `memory` member (the last one, as a parsed object keeps).
+    pub memory: Option<&'a str>,
+    /// For an object: the text of its `score` member.
+    pub score: Option<&'a str>,
+    /// For an object: the text of its `namespace` member.
+    pub namespace: Option<&'a str>,
+    /// For an object: the richest MIF detail level its top-level members show (0 light, 1
+    /// medium: `content`, `summary` or `confidence`; 2 full: `provenance`, `entities`, ...).
+    pub level: u8,
+    /// How deeply the value nests: 0 for a scalar, 1 for `[]` or `{}`.
+    pub depth: usize,
+}
+
+/// Scans valid JSON text once: whether it is compact, and an object's top-level members that
+/// the interceptor needs, without building anything.
+pub fn scan(raw: &str) -> Scan<'_> {
+    let text = raw.as_bytes();
+    let mut found = Scan {
+        compact: true,
+        ..Scan::default()
+    };
+    let (mut depth, mut i) = (0usize, 0usize);
+    // At depth 1 of an object: the key being read, and where its value starts.
+    let mut key: Option<(usize, usize, bool)> = None;
+    let mut value_start = None;
+    let mut expect_key = false;
+    let top_object = text.first() == Some(&b'{');
+    let mut end_value = |at: usize, key: &mut Option<(usize, usize, bool)>, value_start: &mut Option<usize>| {
+        if let (Some((start, end, escaped)), Some(from)) = (key.take(), value_start.take()) {
+            let value = raw[from..at].trim_matches(|c: char| c.is_ascii_whitespace());
+            let name: Cow<'_, str> = if escaped {
+                serde_json::from_str::<String>(&raw[start - 1..=end]).map_or(Cow::Borrowed(""), Cow::Owned)
+            } else {
+                Cow::Borrowed(&raw[start..end])
+            };
+            match name.as_ref() {
+                "memory" => found.memory = Some(value),
+                "score" => found.score = Some(value),
+                "namespace" => found.namespace = Some(value),
+                "content" | "summary" | "confidence" => found.level = found.level.max(1),
+                "provenance" | "entities" | "relationships" | "wiki_links" | "embedding" | "temporal" | "citations"
+                | "blocks" | "extensions" => found.level = 2,
+                _ => {}
+            }
+        }
+    };
+    while i < text.len() {
+        match text[i] {
+            b'"' => {
+                let start = i + 1;
+                let mut escaped = false;
+                i += 1;
+                // Strings are most of a record: jump to the next quote or backslash.
+                loop {
+                    let Some(at) = memchr::memchr2(b'"', b'\\', &text[i..]) else {
+                        i = text.len(); // unreachable for valid JSON: the string is closed
+                        break;
+                    };
+                    i += at;
+                    if text[i] == b'"' {
+                        break;
+                    }
+                    escaped = true;
+                    // serde_json writes these short escapes; \/ and \uXXXX it would rewrite.
+                    if !matches!(text.get(i + 1), Some(b'"' | b'\\' | b'n' | b'r' | b't' | b'b' | b'f')) {
+                        found.compact = false;
+                    }
+                    i += 2;
+                }
+                if top_object && depth == 1 && expect_key {
+                    key = Some((start, i, escaped));
+                    expect_key = false;
+                }
+                i += 1;
+            }
+            b':' if top_object && depth == 1 => {
+                value_start = Some(i + 1);
+                i += 1;
+            }
+            b',' if top_object && depth == 1 => {
+                end_value(i, &mut key, &mut value_start);
+                expect_key = true;
+                i += 1;
+            }
+            b'{' | b'[' => {
+                depth += 1;
+                found.depth = found.depth.max(depth);
+                if depth == 1 && top_object {
+                    expect_key = true;
+                }
+                i += 1;
+            }
+            b'}' | b']' => {
+                if top_object && depth == 1 {
+                    end_value(i, &mut key, &mut value_start);
+                }
+                depth = depth.saturating_sub(1);
+                i += 1;
+            }
+            b'-' | b'0'..=b'9' => {
+                let start = i;
+                while i < text.len() && matches!(text[i], b'-' | b'+' | b'.' | b'e' | b'E' | b'0'..=b'9') {
+                    i += 1;
+                }
+                if found.compact && !is_compact_number(&text[start..i]) {
+                    found.compact = false;
+                }
+            }
+            b' ' | b'\n' | b'\r' | b'\t' => {
+                found.compact = false;
+                i += 1;
+            }
+            _ => i += 1,
+        }
+    }
+    found
+}
+
+/// Whether a number token is exactly what serde_json prints for it.
+fn is_compact_number(token: &[u8]) -> bool {
+    let Ok(token) = std::str::from_utf8(token) else {
+        return false;
+    };
+    let integer = token.bytes().all(|b| b.is_ascii_digit() || b == b'-');
+    if integer {
+        // serde_json keeps integers that fit i64 or u64 as they are; "-0" becomes 0.
+        return token != "-0" && (token.parse::<u64>().is_ok() || token.parse::<i64>().is_ok());
+    }
+    match token.parse::<f64>() {
+        Ok(value) if value.is_finite() => {
+            // Printed by serde_json itself, so its float format (e.g. `1.5e+300`) is the reference.
+            let mut printed = Vec::with_capacity(24);
+            serde_json::to_writer(&mut printed, &value).is_ok() && printed == token.as_bytes()
+        }
+        _ => false,
+    }
+}
+
+/// The JSON type of a value's text, as error messages name it.
+pub fn type_name(raw: &str) -> &'static str {
+    match raw.trim_start().as_bytes().first() {
+        Some(b'{') => "an object",
+        Some(b'[') => "an array",
+        Some(b'"') => "a string",
+        Some(b't' | b'f') => "a boolean",
+        Some(b'n') => "null",
+        _ => "a number",
+    }
+}
+
+/// The deepest nesting of arrays and objects in JSON text, ignoring brackets inside strings;
+/// stops counting once `limit` is passed.
+pub fn depth(text: &[u8], limit: usize) -> usize {
+    let (mut depth, mut max, mut in_string, mut escaped) = (0usize, 0usize, false, false);
+    for &b in text {
+        if in_string {
+            match b {
+                _ if escaped => escaped = false,
+                b'\\' => escaped = true,
+                b'"' => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_string = true,
+            b'[' | b'{' => {
+                depth += 1;
+                if depth > max {
+                    max = depth;
+                    if max > limit {
+                        return max;
+                    }
+                }
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    max
+}
+
+/// Whether `text` is one valid JSON value that [`crate::jq::write_json`] would print exactly as it is, so
+/// that it can be output without parsing and printing it again: compact, escapes as jq writes
+/// them, numbers in jq's form, no repeated member names.
+pub fn is_jq_canonical(text: &str) -> bool {
+    let b = text.as_bytes();
+    // Member names of the objects open at this point (the innermost last) and whether the
+    // next string in each container is a member name.
+    let mut names: Vec<Vec<&[u8]>> = Vec::new();
+    let mut containers: Vec<bool> = Vec::new();
+    let mut name_next = false;
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'"' => {
+                let start = i + 1;
+                i = start;
+                loop {
+                    match b.get(i) {
+                        None => return false,
+                        Some(b'"') => break,
+                        Some(b'\\') => {
+                            let ok = match b.get(i + 1) {
+                                Some(b'"' | b'\\' | b'n' | b't' | b'r' | b'b' | b'f') => {
+                                    i += 2;
+                                    true
+                                }
+                                // jq writes \u only for the other control characters and DEL,
+                                // in lower case.
+                                Some(b'u') => {
+                                    let hex = b.get(i + 2..i + 6).unwrap_or_default();
+                                    let code = std::str::from_utf8(hex)
+                                        .ok()
+                                        .and_then(|h| u32::from_str_radix(h, 16).ok());
+                                    i += 6;
+                                    matches!(code, Some(c) if (c < 0x20 && !matches!(c, 0x8 | 0x9 | 0xa | 0xc | 0xd)) || c == 0x7f)
+                                        && hex.iter().all(|h| !h.is_ascii_uppercase())
+                                }
+                                _ => false,
+                            };
+                            if !ok {
+                                return false;
+                            }
+                        }
+                        Some(&c) if c < 0x20 || c == 0x7f => return false,
+                        Some(_) => i += 1,
+                    }
+                }
+                if name_next {
+                    let name = &b[start..i];
+                    let seen = names.last_mut().expect("names are read inside objects");
+                    if seen.contains(&name) {
+                        return false;
+                    }
+                    seen.push(name);
+                    name_next = false;
+                }
+                i += 1;
+            }
+            b'{' => {
+                containers.push(true);
+                names.push(Vec::new());
+                name_next = true;
+                i += 1;
+            }
+            b'[' => {
+                containers.push(false);
+                i += 1;
+            }
+            b'}' | b']' => {
+                if containers.pop() == Some(true) {
+                    names.pop();
+                }
+                name_next = false;
+                i += 1;
+            }
+            b',' => {
+                name_next = containers.last() == Some(&true);
+                i += 1;
+            }
+            b'-' | b'0'..=b'9' => {
+                let start = i;
+                while i < b.len() && matches!(b[i], b'-' | b'+' | b'.' | b'e' | b'E' | b'0'..=b'9') {
+                    i += 1;
+                }
+                let token = &text[start..i];
+                let digits = token.strip_prefix('-').unwrap_or(token);
+                let plain = !digits.is_empty()
+                    && digits.len() <= 15
+                    && digits.bytes().all(|d| d.is_ascii_digit())
+                    && (digits == "0" && token.len() == 1 || !digits.starts_with('0'));
+                if !plain {
+                    let Some(n) = jaq_json::read::parse_single_num(token.as_bytes()) else {
+                        return false;
+                    };
+                    let mut printed = String::new();
+                    write_num(&mut printed, &n);
+                    if printed != token {
+                        return false;
+                    }
+                }
+            }
+            b':' => i += 1,
+            b't' if b[i..].starts_with(b"true") => i += 4,
+            b'f' if b[i..].starts_with(b"false") => i += 5,
+            b'n' if b[i..].starts_with(b"null") => i += 4,
+            _ => return false,
+        }
+    }
+    // The scan checked the form; the grammar (commas, colons, brackets) is serde_json's to check.
+    // Anything it refuses goes the general way, which reports what is wrong.
+    serde_json::from_str::<serde::de::IgnoredAny>(text).is_ok()
+}
+
+/// The index of the first byte at or after `i` that is not JSON whitespace.
+pub fn skip_ws(b: &[u8], mut i: usize) -> usize {
+    while let Some(b' ' | b'\t' | b'\n' | b'\r') = b.get(i) {
+        i += 1;
+    }
+    i
+}
+
+/// The end (one past the closing quote) of the string starting at `i`.
+pub fn skip_string(b: &[u8], i: usize) -> Option<usize> {
+    let mut at = i + 1;
+    loop {
+        at += memchr::memchr2(b'"', b'\\', &b[at..])?;
+        if b[at] == b'\\' {
+            at += 2;
+        } else {
+            return Some(at + 1);
+        }
+    }
+}
+
+/// The end of the JSON value starting at `i`: strings and brackets matched, scalars up to the next
+/// delimiter.
+pub fn skip_value(b: &[u8], i: usize) -> Option<usize> {
+    match *b.get(i)? {
+        b'"' => skip_string(b, i),
+        b'{' | b'[' => {
+            let mut depth = 0usize;
+            let mut at = i;
+            while at < b.len() {
+                match b[at] {
+                    b'"' => {
+                        at = skip_string(b, at)?;
+                        continue;
+                    }
+                    b'{' | b'[' => depth += 1,
+                    b'}' | b']' => {
+                        depth -= 1;
+                        if depth == 0 {
+                            return Some(at + 1);
+                        }
+                    }
+                    _ => {}
+                }
+                at += 1;
+            }
+            None
+        }
+        b',' | b'}' | b']' | b':' => None,
+        _ => {
+            let len = b[i..]
+                .iter()
+                .position(|c| matches!(c, b',' | b'}' | b']' | b' ' | b'\t' | b'\n' | b'\r'))
+                .unwrap_or(b.len() - i);
+            Some(i + len)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::jq;
+
+    fn compact(raw: &str) -> Cow<'_, str> {
+        compacted(raw, scan(raw).compact).unwrap()
+    }
+
+    /// What the Value round trip gives, the reference `compact` must match.
+    fn reference(text: &str) -> String {
+        serde_json::to_string(&serde_json::from_str::<serde_json::Value>(text).unwrap()).unwrap()
+    }
+
+    #[test]
+    fn compact_text_is_what_a_parse_and_print_gives() {
+        let cases = [
+            r#"{"a":1,"b":[true,false,null],"c":{"d":"e"}}"#,
+            r#"{ "a" : 1 , "b" : [ 1, 2 ] }"#,
+            "[\n  1,\n  2\n]",
+            r#""tab\there""#,
+            r#""slash\/and\u00e9 and \u0001""#,
+            r#"{"k\u0041y":"v"}"#,
+            "0.1",
+            "1.0",
+            "1e5",
+            "1E5",
+            "100000.0",
+            "1.5e300",
+            "-0",
+            "-0.0",
+            "12345678901234567890",
+            "123456789012345678901234",
+            "-9223372036854775808",
+            "0.30000000000000004",
+            "3.0e-10",
+            r#"{"s":"日本語 ünïcödé 😀"}"#,
+            r#"[{"memory":{"id":"1"},"score":0.5}]"#,
+        ];
+        for text in cases {
+            let ours = compact(text);
+            assert_eq!(ours, reference(text), "{text}");
+        }
+        // Already-compact text is borrowed, not copied.
+        assert!(matches!(compact(r#"{"a":[1,2.5,"x"]}"#), Cow::Borrowed(_)));
+        assert!(matches!(compact(r#"{"a": 1}"#), Cow::Owned(_)));
+    }
+
+    #[test]
+    fn members_are_found_in_the_same_pass() {
+        let m = scan(r#"{"id":"x","memory":{"namespace":"n","score":1},"score":0.5,"namespace":"a","namespace":"b"}"#);
+        assert!(m.compact);
+        assert_eq!(m.memory, Some(r#"{"namespace":"n","score":1}"#));
+        assert_eq!(m.score, Some("0.5"));
+        assert_eq!(
+            m.namespace,
+            Some(r#""b""#),
+            "the last duplicate wins, as in a parsed object"
+        );
+        let spaced = scan("{ \"na\\u006despace\" : \"escaped key\" , \"tags\": [\"a\", {\"score\": 2}] }");
+        assert!(!spaced.compact);
+        assert_eq!(spaced.namespace, Some(r#""escaped key""#));
+        assert_eq!(spaced.score, None, "nested members are not the record's");
+        assert_eq!(scan("[1,2]").namespace, None);
+    }
+
+    #[test]
+    fn depth_ignores_brackets_in_strings() {
+        assert_eq!(depth(br#"{"a": "[[[[", "b": [1, [2]]}"#, 10), 3);
+    }
+
+    #[test]
+    fn canonical_text_is_exactly_what_jq_prints() {
+        let canonical = [
+            r#"{"a":1,"b":[true,false,null],"c":{"a":"x"},"d":-12,"e":0,"f":0.5,"g":"\u0001\u007f\n\"\\/é"}"#,
+            r#"[]"#,
+            r#"{}"#,
+            r#""s""#,
+            r#"[{"a":1},{"a":2}]"#,
+            r#"1.5e+300"#,
+        ];
+        for text in canonical {
+            assert!(is_jq_canonical(text), "{text}");
+            assert_eq!(jq::to_json(&jq::parse(text).unwrap()), text);
+        }
+        let not = [
+            r#"{"a": 1}"#,
+            r#" {"a":1}"#,
+            r#"{"a":1,"a":2}"#,
+            r#"{"a":{"b":1,"b":1}}"#,
+            r#""\/""#,
+            r#""\u00e9""#,
+            r#""\u001F""#,
+            r#""\u0009""#,
+            "\"\u{7f}\"",
+            "\"a\tb\"",
+            r#"1.0"#,
+            r#"1e3"#,
+            r#"-0"#,
+            r#"007"#,
+            r#"12345678901234567890"#,
+            r#"{"a":1"#,
+            r#"{"a":1}}"#,
+            r#"{"a"1}"#,
+            r#"[1,,2]"#,
+            r#"nul"#,
+            r#"NaN"#,
+            r#""unterminated"#,
+        ];
+        for text in not {
+            assert!(!is_jq_canonical(text), "{text}");
+        }
+        // Keys repeated in sibling objects are not repeats.
+        assert!(is_jq_canonical(r#"[{"a":1,"b":{"a":2}},{"a":3}]"#));
+        for record in crate::sample::records(crate::Detail::Full, 50, 3, false) {
+            let text = record.to_string();
+            assert!(is_jq_canonical(&text), "{text}");
+            assert_eq!(jq::to_json(&jq::parse(&text).unwrap()), text);
+        }
+    }
+
+    #[test]
+    fn values_are_skipped_to_their_end() {
+        for (text, value) in [
+            (r#""a\"b" ,"#, r#""a\"b""#),
+            (r#"[1,{"y":"]}"},[]] ,"#, r#"[1,{"y":"]}"},[]]"#),
+            (r#"{"a":"\"{"}}"#, r#"{"a":"\"{"}"#),
+            ("-1.5e3,", "-1.5e3"),
+            ("true}", "true"),
+            ("null", "null"),
+        ] {
+            assert_eq!(skip_value(text.as_bytes(), 0), Some(value.len()), "{text}");
+        }
+        for text in [",", "}", r#""unterminated"#, "[1, [2]"] {
+            assert_eq!(skip_value(text.as_bytes(), 0), None, "{text}");
+        }
+        assert_eq!(skip_ws(b" \t\r\n x", 0), 5);
+        assert_eq!(skip_string(br#""a\"b" x"#, 0), Some(6));
+    }
+}

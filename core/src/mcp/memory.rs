@@ -1,0 +1,86 @@
+//! Memory tools (`recall_memories`, `list_memories`, `inject_context`, memory search): their
+//! records go through the record-level interceptor, so their files, descriptors and recipes are
+//! the spec's, not the generic profile's.
+
+use serde_json::{Map, Value};
+
+use super::sdk::replace;
+use super::{PassReason, ToolOutcome};
+use crate::offload::{self, Request};
+use crate::{Config, Detail, Error, Event, Operation, Outcome};
+
+/// The operation a memory tool's name stands for; None for any other tool.
+pub(super) fn memory_operation(tool: &str) -> Option<Operation> {
+    match tool {
+        "recall_memories" => Some(Operation::Recall),
+        "list_memories" => Some(Operation::List),
+        "inject_context" => Some(Operation::Inject),
+        t if t.contains("memor") && t.contains("search") => Some(Operation::Search),
+        _ => None,
+    }
+}
+
+/// The records of a memory tool's result: a top-level array, or the array under `memories`,
+/// `results`, `hits`, `records` or `result`, of objects that look like memories or search hits.
+pub(super) fn memory_records(value: &Value) -> Option<&Vec<Value>> {
+    let records = match value {
+        Value::Array(items) => items,
+        Value::Object(map) => ["memories", "results", "hits", "records", "result"]
+            .iter()
+            .find_map(|k| map.get(*k)?.as_array())?,
+        _ => return None,
+    };
+    let memory_like = |r: &Value| {
+        r.get("memory").is_some_and(Value::is_object) || (r.get("id").is_some() && r.get("namespace").is_some())
+    };
+    (!records.is_empty() && records.iter().all(memory_like)).then_some(records)
+}
+
+/// Offloads a memory tool's records at the estimate already made of what the model reads.
+#[allow(clippy::too_many_arguments, reason = "one private call site")]
+pub(super) fn memory(
+    config: &Config,
+    operation: Operation,
+    arguments: &Map<String, Value>,
+    records: String,
+    text: &str,
+    result: &mut Map<String, Value>,
+    tokens: u32,
+    emit: &mut dyn FnMut(Event),
+) -> Result<ToolOutcome, Error> {
+    // For inject the text content stands for the budgeted text; it is only returned inline, and
+    // this result is over the threshold already.
+    let inject_text = (operation == Operation::Inject).then_some(text);
+    let detail = arguments.get("detail").and_then(Value::as_str).and_then(Detail::parse);
+    let request = Request {
+        operation,
+        query: arguments.get("query").and_then(Value::as_str),
+        detail,
+        records: &records,
+        text: inject_text,
+    };
+    // The decision was made on what the model would read; the descriptor carries that estimate.
+    match offload::offload_estimated(config, &request, Some(tokens), emit)? {
+        Outcome::Offloaded { descriptor, path, .. } => {
+            let value: Value = serde_json::from_str(&descriptor).expect("the descriptor is JSON");
+            Ok(ToolOutcome::Offloaded {
+                result: replace(result, &descriptor, value),
+                files: vec![path],
+                tokens,
+            })
+        }
+        Outcome::Degraded { payload, warning, .. } => {
+            let value: Value = serde_json::from_str(&payload).expect("the payload is JSON");
+            Ok(ToolOutcome::Degraded {
+                result: replace(result, &payload, value),
+                warning,
+            })
+        }
+        // Not reached: the estimate given is over the threshold. Forwarding the original is
+        // the safe answer should that ever change.
+        Outcome::Inline { .. } => Ok(ToolOutcome::Unchanged {
+            reason: PassReason::UnderThreshold,
+            tokens,
+        }),
+    }
+}

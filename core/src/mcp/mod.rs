@@ -1,0 +1,325 @@
+//! The MCP-level interceptor: a tool call's `CallToolResult` in, the `CallToolResult` to forward
+//! out, for any tool. Memory tools go through the record-level interceptor ([`crate::offload`](mod@crate::offload));
+//! every other tool through the generic profile: its data split into sections, each section a
+//! JSONL file with an inferred line schema and generated recipes, in the descriptor shape of the
+//! Python offloading library the spec accompanies (sections, `inline_keys`, `lro_warning`).
+//!
+//! This file decides (the tool's settings, what passes unchanged, which profile); the rest is
+//! split by concern: `sdk` reads the data out of a result as the SDKs shape it and puts the
+//! descriptor back in, `memory` hands memory tools' records to the record-level interceptor,
+//! `sections` is the generic profile (splitting, writing, the truncated fallback), `schema`
+//! infers line schemas, `recipes` generates jq recipes, and `descriptor` builds the generic
+//! descriptor within its budget of estimated tokens.
+
+mod descriptor;
+mod memory;
+mod recipes;
+mod schema;
+mod sdk;
+mod sections;
+
+use serde_json::{Map, Value};
+
+use crate::estimate::Counts;
+use crate::{Config, Error, Event, Operation, TypeName};
+
+pub use descriptor::DESCRIPTOR_BUDGET;
+use descriptor::estimate_value;
+use memory::{memory, memory_operation, memory_records};
+pub use recipes::recipe_command;
+pub use schema::infer_schema;
+use sdk::{Data, data_of};
+use sections::generic;
+pub use sections::sanitize;
+
+/// Settings for one tool (`[prompt.offload.tools.NAME]`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ToolSettings {
+    /// The tool's name.
+    pub name: String,
+    /// Overrides `enabled`.
+    pub enabled: Option<bool>,
+    /// Overrides `threshold_tokens`.
+    pub threshold_tokens: Option<u32>,
+    /// Keys of the result object to offload as sections (automatic when None).
+    pub sections: Option<Vec<String>>,
+    /// Keys to keep in the descriptor (automatic when None).
+    pub inline_keys: Option<Vec<String>>,
+}
+
+/// A tool call as middleware sees it (the WIT `tool-call` record).
+#[derive(Debug, Clone, Copy)]
+pub struct ToolCall<'a> {
+    /// The tool's name.
+    pub tool: &'a str,
+    /// The call's arguments, JSON text.
+    pub arguments: &'a str,
+    /// The `CallToolResult`, JSON text.
+    pub result: &'a str,
+    /// The request's `_meta`, or the legacy initialize params, JSON text.
+    pub meta: Option<&'a str>,
+}
+
+/// Why a result is forwarded unchanged (the WIT `pass-reason` enum).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PassReason {
+    /// Estimated at or under the threshold.
+    UnderThreshold,
+    /// Offloading is disabled for this tool.
+    Disabled,
+    /// `isError: true`: errors are never offloaded.
+    ErrorResult,
+    /// Image, audio or resource content is never touched.
+    NonTextContent,
+    /// A downstream LRO proxy offloads.
+    Proxied,
+    /// An `inject_context` result of text only: budgeted already, no records to offload.
+    BudgetedText,
+}
+
+/// What to forward (the WIT `tool-outcome` variant).
+#[derive(Debug, Clone, PartialEq)]
+pub enum ToolOutcome {
+    /// Forward the original result.
+    Unchanged {
+        /// Why.
+        reason: PassReason,
+        /// Estimated tokens of the result.
+        tokens: u32,
+    },
+    /// Forward `result`, which carries the descriptor.
+    Offloaded {
+        /// The new `CallToolResult`.
+        result: String,
+        /// Files written.
+        files: Vec<String>,
+        /// Estimated tokens of the original result.
+        tokens: u32,
+    },
+    /// The write failed: forward `result`, truncated with a warning.
+    Degraded {
+        /// The new `CallToolResult`.
+        result: String,
+        /// The warning.
+        warning: String,
+    },
+}
+
+/// Intercepts one tool result.
+pub fn intercept(config: &Config, call: &ToolCall<'_>, emit: &mut dyn FnMut(Event)) -> Result<ToolOutcome, Error> {
+    config.validate()?;
+    let mut result: Map<String, Value> = match serde_json::from_str(call.result) {
+        Ok(Value::Object(map)) => map,
+        Ok(other) => {
+            return Err(Error::InvalidInput(format!(
+                "result must be a CallToolResult object, got {}",
+                TypeName(&other)
+            )));
+        }
+        Err(e) => return Err(Error::InvalidInput(format!("result is not valid JSON: {e}"))),
+    };
+    let arguments = match serde_json::from_str(call.arguments) {
+        Ok(Value::Object(map)) => map,
+        Ok(Value::Null) => Map::new(),
+        Ok(other) => {
+            return Err(Error::InvalidInput(format!(
+                "arguments must be a JSON object, got {}",
+                TypeName(&other)
+            )));
+        }
+        Err(e) => return Err(Error::InvalidInput(format!("arguments are not valid JSON: {e}"))),
+    };
+    let meta: Option<Value> = match call.meta {
+        None => None,
+        Some(text) => {
+            Some(serde_json::from_str(text).map_err(|e| Error::InvalidInput(format!("meta is not valid JSON: {e}")))?)
+        }
+    };
+    let settings = config.tools.iter().find(|t| t.name == call.tool);
+    let enabled = settings.and_then(|t| t.enabled).unwrap_or(config.enabled);
+    let threshold = settings
+        .and_then(|t| t.threshold_tokens)
+        .unwrap_or(config.threshold_tokens);
+
+    let content = match result.get("content") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::Array(items)) => items.clone(),
+        Some(other) => {
+            return Err(Error::InvalidInput(format!(
+                "result.content must be an array, got {}",
+                TypeName(other)
+            )));
+        }
+    };
+    let blocks: Vec<&str> = content
+        .iter()
+        .filter_map(|c| c.get("text").and_then(Value::as_str))
+        .collect();
+    let text = blocks.join("\n");
+    // One estimate, of what the model reads: the text content, or the structured content when
+    // there is no text. The decision and the descriptor both carry it.
+    let structured = result.get("structuredContent").filter(|v| !v.is_null());
+    let mut tokens = match (blocks.is_empty(), structured) {
+        (true, Some(value)) => estimate_value(value),
+        _ => Counts::of(&text).tokens(),
+    };
+    let unchanged = |reason, tokens| Ok(ToolOutcome::Unchanged { reason, tokens });
+    if result.get("isError").and_then(Value::as_bool) == Some(true) {
+        return unchanged(PassReason::ErrorResult, tokens);
+    }
+    if content
+        .iter()
+        .any(|c| c.get("type").and_then(Value::as_str) != Some("text"))
+    {
+        return unchanged(PassReason::NonTextContent, tokens);
+    }
+    if meta.as_ref().is_some_and(proxied) {
+        return unchanged(PassReason::Proxied, tokens);
+    }
+    if !enabled {
+        return unchanged(PassReason::Disabled, tokens);
+    }
+    let operation = memory_operation(call.tool);
+    let mut data = None;
+    // For inject the records' JSON text is made once: for the decision, then for the file.
+    let mut inject_records = None;
+    if operation == Some(Operation::Inject) {
+        // inject_context decides on the pre-budget records (spec), not on the budgeted text the
+        // model would read; without records there is nothing to offload.
+        let found = data_of(structured, &blocks, &text);
+        match &found {
+            Data::Json(value) if let Some(records) = memory_records(value) => {
+                let records = serde_json::to_string(records).map_err(|e| Error::InvalidInput(e.to_string()))?;
+                tokens = Counts::of(&records).tokens();
+                inject_records = Some(records);
+            }
+            _ => return unchanged(PassReason::BudgetedText, tokens),
+        }
+        data = Some(found);
+    }
+    if tokens <= threshold {
+        return unchanged(PassReason::UnderThreshold, tokens);
+    }
+    // This tool's settings decided; what follows offloads at its threshold.
+    let config = Config {
+        enabled: true,
+        threshold_tokens: threshold,
+        ..config.clone()
+    };
+    let data = data.unwrap_or_else(|| data_of(structured, &blocks, &text));
+    if let (Some(operation), Data::Json(value)) = (operation, &data)
+        && let Some(records) = memory_records(value)
+    {
+        let records = match inject_records {
+            Some(text) => text,
+            None => serde_json::to_string(records).map_err(|e| Error::InvalidInput(e.to_string()))?,
+        };
+        return memory(
+            &config,
+            operation,
+            &arguments,
+            records,
+            &text,
+            &mut result,
+            tokens,
+            emit,
+        );
+    }
+    generic(&config, call.tool, settings, data, &mut result, tokens, emit)
+}
+
+/// Rewrites a `tools/list` result's `tools` array (the WIT `rewrite-tools`): no `outputSchema`
+/// on a tool whose results may be offloaded, and `lro_extract` appended when `config.extract_tool`.
+pub fn rewrite_tools(config: &Config, tools: &str) -> Result<String, Error> {
+    config.validate()?;
+    let mut tools = match serde_json::from_str::<Value>(tools) {
+        Ok(Value::Array(items)) => items,
+        Ok(other) => {
+            return Err(Error::InvalidInput(format!(
+                "tools must be a JSON array of tools, got {}",
+                TypeName(&other)
+            )));
+        }
+        Err(e) => return Err(Error::InvalidInput(format!("tools is not valid JSON: {e}"))),
+    };
+    for (i, tool) in tools.iter_mut().enumerate() {
+        let Some(name) = tool.get("name").and_then(Value::as_str).map(str::to_owned) else {
+            return Err(Error::InvalidInput(format!(
+                "tools[{i}] is not a tool: it needs a string `name`"
+            )));
+        };
+        if name == "lro_extract" {
+            return Err(Error::InvalidInput(
+                "the server already has a tool named lro_extract; lro cannot add its own under that name".into(),
+            ));
+        }
+        let settings = config.tools.iter().find(|t| t.name == name);
+        if settings.and_then(|t| t.enabled).unwrap_or(config.enabled)
+            && let Some(map) = tool.as_object_mut()
+        {
+            map.remove("outputSchema");
+        }
+    }
+    if config.extract_tool {
+        tools.push(crate::extractor::tool_definition());
+    }
+    Ok(Value::Array(tools).to_string())
+}
+
+/// True when the request says a downstream LRO proxy will offload: the 2026-07-28 `_meta`
+/// keys or the legacy initialize params, `capabilities.experimental.lro.proxy` or `clientInfo.proxy`.
+fn proxied(meta: &Value) -> bool {
+    let truthy = |v: Option<&Value>| v.and_then(Value::as_bool) == Some(true);
+    let capabilities = meta
+        .get("io.modelcontextprotocol/clientCapabilities")
+        .or_else(|| meta.get("capabilities"));
+    let client = meta
+        .get("io.modelcontextprotocol/clientInfo")
+        .or_else(|| meta.get("clientInfo"));
+    truthy(capabilities.and_then(|c| c.pointer("/experimental/lro/proxy")))
+        || truthy(client.and_then(|c| c.get("proxy")))
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn inject_context_results_with_records_are_offloaded_as_inject() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = Config {
+            output_dir: dir.path().to_str().unwrap().to_owned(),
+            threshold_tokens: 50,
+            ..Config::default()
+        };
+        let memories: Vec<Value> = (0..20)
+            .map(|i| json!({"id": format!("m{i}"), "namespace": "_semantic/x", "title": "t"}))
+            .collect();
+        let result =
+            json!({"content": [{"type": "text", "text": "## Context"}], "structuredContent": {"memories": memories}});
+        let call = ToolCall {
+            tool: "inject_context",
+            arguments: "{}",
+            result: &result.to_string(),
+            meta: None,
+        };
+        let ToolOutcome::Offloaded { files, .. } = intercept(&config, &call, &mut |_| {}).unwrap() else {
+            panic!()
+        };
+        assert!(files[0].contains("/atlatl-inject-"), "{files:?}");
+    }
+
+    #[test]
+    fn proxy_markers_are_honoured_in_both_shapes() {
+        assert!(proxied(
+            &json!({"io.modelcontextprotocol/clientCapabilities": {"experimental": {"lro": {"proxy": true}}}})
+        ));
+        assert!(proxied(
+            &json!({"capabilities": {"experimental": {"lro": {"proxy": true}}}})
+        ));
+        assert!(proxied(&json!({"clientInfo": {"name": "p", "proxy": true}})));
+        assert!(!proxied(&json!({"io.modelcontextprotocol/clientCapabilities": {}})));
+    }
+}
