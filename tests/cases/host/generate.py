@@ -1,8 +1,8 @@
 """Writes the shared host cases in this folder (docs/HOSTS.md, "Shared test cases").
 
-Each NAME.json is a list of calls in the JSON form of the WIT values; NAME.expected.json is what
-they return, blessed by the Rust host (`LRO_BLESS=1 cargo test --test shared_cases`) and compared
-by the Rust, Python and Node hosts. The record inputs in inputs/ come from `lro sample` and are
+Each case is a folder: NAME/case.json is a list of calls in the JSON form of the WIT values;
+NAME/expected.json is what they return, blessed by the Rust host (`LRO_BLESS=1 cargo test`)
+and compared by the Rust, Python and Node hosts. The record inputs in inputs/ come from `lro sample` and are
 written once by this script, when missing (pass --inputs to rewrite them with LRO=path/to/lro).
 
 Run `python3 tests/cases/host/generate.py`, then bless, then review the diff of the expected files.
@@ -69,6 +69,9 @@ RECORDS = [
 
 cases = {}
 
+# Cases written by hand rather than by this script; it leaves them alone.
+HAND_WRITTEN = {"extract-tool-call", "intercept-rewrite-tools", "offload-storage-caps", "offload-unusable-dir"}
+
 
 def case(name, about, steps, config=None, setup=None):
     value = {"about": about}
@@ -126,37 +129,37 @@ def main():
             f"offload-{level}",
             f"60 {level} records above the threshold: the {level} descriptor, file and event",
             [offload(text(f"host/inputs/{level}-60.json"), detail=level)],
-            config={"threshold": 500},
+            config={"threshold_tokens": 500},
         )
     case(
         "offload-default-detail",
         "no detail given: recall defaults to light, inject to medium, list to light",
         [offload(text("host/inputs/full-60.json"), operation="list", detail=None, query=None)],
-        config={"threshold": 500},
+        config={"threshold_tokens": 500},
     )
     case(
         "offload-bare",
         "the bare descriptor: offloaded, summary and file_path only",
         [offload(text("host/inputs/full-60.json"), detail="full")],
-        config={"threshold": 500, "descriptor": "bare"},
+        config={"threshold_tokens": 500, "descriptor": "bare"},
     )
     case(
         "offload-native",
         "native hosts: guidance points to lro_extract instead of shell commands",
         [offload(text("host/inputs/medium-60.json"), detail="medium")],
-        config={"threshold": 500, "native": True},
+        config={"threshold_tokens": 500, "extract_tool": True},
     )
     case(
         "offload-v1-recipes",
         "the MIF v1 recipe library, the same at every level",
         [offload(text("host/inputs/light-60.json"), detail="light")],
-        config={"threshold": 500, "recipes": "v1", "prefix": "mem", "schema_version": "1.0"},
+        config={"threshold_tokens": 500, "recipes": "v1", "prefix": "mem", "schema_version": "1.0"},
     )
     case(
         "offload-search-hits",
         "search hits: scores go to the summary's score_range and are stripped from the lines",
         [offload(text("host/inputs/hits-40.json"), operation="search", detail="light")],
-        config={"threshold": 300},
+        config={"threshold_tokens": 300},
     )
     case(
         "offload-inline",
@@ -165,40 +168,40 @@ def main():
             offload(RECORDS, detail="light"),
             {"call": "estimate", "args": {"text": json.dumps(RECORDS, separators=(",", ":"))}},
         ],
-        config={"threshold": 1600},
+        config={"threshold_tokens": 1600},
     )
     case(
         "offload-disabled",
         "offloading disabled: inline however large",
         [offload(text("host/inputs/full-60.json"), detail="full")],
-        config={"threshold": 100, "enabled": False},
+        config={"threshold_tokens": 100, "enabled": False},
     )
     case(
         "offload-inject",
         "inject: the budgeted text stays when under the threshold; above it the records are offloaded at medium",
         [
-            offload(text("host/inputs/inject-40-records.json"), operation="inject", text_=text("host/inputs/inject-40-text.txt"), config={"threshold": 100000}),
-            offload(text("host/inputs/inject-40-records.json"), operation="inject", text_=text("host/inputs/inject-40-text.txt"), config={"threshold": 500}),
+            offload(text("host/inputs/inject-40-records.json"), operation="inject", text_=text("host/inputs/inject-40-text.txt"), config={"threshold_tokens": 100000}),
+            offload(text("host/inputs/inject-40-records.json"), operation="inject", text_=text("host/inputs/inject-40-text.txt"), config={"threshold_tokens": 500}),
         ],
     )
     case(
         "offload-cjk",
         "CJK characters count one token each",
         [offload([{"id": f"c{i}", "memory_type": "semantic", "namespace": "_semantic/日本", "title": "キャッシュの設計と運用について" * 3, "created": "2026-01-01T00:00:00Z"} for i in range(12)], detail="light")],
-        config={"threshold": 400},
+        config={"threshold_tokens": 400},
     )
     case(
         "offload-read-only-dir",
         "a directory without write permission: a truncated inline result, a warning, an event, no file",
         [offload(text("host/inputs/light-60.json"), detail="light")],
-        config={"threshold": 500},
+        config={"threshold_tokens": 500},
         setup={"mode": "0500"},
     )
     case(
         "offload-missing-dir",
         "a missing directory is created (0700) and used",
         [offload(text("host/inputs/light-60.json"), detail="light")],
-        config={"threshold": 500},
+        config={"threshold_tokens": 500},
         setup={"missing": True},
     )
     case(
@@ -261,7 +264,7 @@ def main():
             f"offload {level} records, then run every recipe on the file",
             [offload(text(f"host/inputs/{level}-60.json"), detail=level)]
             + [extract(recipe=n) for n in range(1, 11)],
-            config={"threshold": 500},
+            config={"threshold_tokens": 500},
         )
     case(
         "extract-queries",
@@ -277,7 +280,7 @@ def main():
             extract(query="select(.nothing_here == 1)"),
             extract(query='.title | ascii_downcase | select(contains("cache"))'),
         ],
-        config={"threshold": 500},
+        config={"threshold_tokens": 500},
     )
     case(
         "extract-errors",
@@ -296,9 +299,9 @@ def main():
             extract(path=f"<DIR>/atlatl-search-{ULID_A}.jsonl", query="."),
             extract(path=f"<DIR>/atlatl-list-{ULID_A}.jsonl", query="."),
             extract(path="<DIR>/notes.jsonl", query="."),
-            extract(path=f"<DIR>/atlatl-inject-{ULID_A}.jsonl", query=".", config={"ttl": 3600}),
+            extract(path=f"<DIR>/atlatl-inject-{ULID_A}.jsonl", query=".", config={"ttl_seconds": 3600}),
         ],
-        config={"ttl": CENTURY},
+        config={"ttl_seconds": CENTURY},
         setup={
             "files": {
                 f"atlatl-recall-{ULID_A}.jsonl": old,
@@ -321,7 +324,7 @@ def main():
             extract(path=f"<DIR>/sub/../atlatl-recall-{ULID_A}.jsonl", query=".id"),
             extract(path=f"<DIR>/atlatl-recall-{ULID_C}.jsonl", query=".id"),
         ],
-        config={"ttl": CENTURY},
+        config={"ttl_seconds": CENTURY},
         setup={
             "files": {f"atlatl-recall-{ULID_A}.jsonl": old},
             "symlinks": {
@@ -355,17 +358,17 @@ def main():
             f"intercept-{folder.name.replace('_', '-')}",
             f"the MCP-level interceptor on tests/cases/mcp/{folder.name}",
             [intercept(call["tool"], text(f"mcp/{folder.name}/result.json"), call.get("arguments"), call.get("meta"))],
-            config={"threshold": call["threshold"]},
+            config={"threshold_tokens": call["threshold"]},
         )
     case(
         "intercept-tool-settings",
         "per-tool settings: a tool disabled, a lower threshold, chosen sections and inline keys",
         [
             intercept("search_issues", text("mcp/github_search/result.json"), config={"tools": [{"name": "search_issues", "enabled": False}]}),
-            intercept("search_issues", text("mcp/github_search/result.json"), config={"threshold": 100000, "tools": [{"name": "search_issues", "threshold": 500}]}),
+            intercept("search_issues", text("mcp/github_search/result.json"), config={"threshold_tokens": 100000, "tools": [{"name": "search_issues", "threshold_tokens": 500}]}),
             intercept("search_issues", text("mcp/github_search/result.json"), config={"tools": [{"name": "search_issues", "sections": ["items"], "inline_keys": ["total_count"]}]}),
         ],
-        config={"threshold": 500},
+        config={"threshold_tokens": 500},
     )
     case(
         "intercept-then-extract",
@@ -376,7 +379,7 @@ def main():
             extract(query='select(.type == "file") | .name', limit=100),
             extract(query="length", slurp=True),
         ],
-        config={"threshold": 500, "native": True},
+        config={"threshold_tokens": 500, "extract_tool": True},
     )
     case(
         "intercept-bad-input",
@@ -389,11 +392,12 @@ def main():
         ],
     )
 
-    for old_file in HERE.glob("*.json"):
-        if not old_file.name.endswith(".expected.json") and old_file.stem not in cases:
-            old_file.unlink()
+    for old_case in HERE.glob("*/case.json"):
+        if old_case.parent.name not in cases and old_case.parent.name not in HAND_WRITTEN:
+            old_case.unlink()
     for name, value in cases.items():
-        (HERE / f"{name}.json").write_text(json.dumps(value, indent=1, ensure_ascii=False) + "\n")
+        (HERE / name).mkdir(exist_ok=True)
+        (HERE / name / "case.json").write_text(json.dumps(value, indent=1, ensure_ascii=False) + "\n")
     print(f"wrote {len(cases)} cases")
 
 

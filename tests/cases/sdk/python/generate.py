@@ -1,5 +1,5 @@
 """Writes the CallToolResults the Python `mcp` SDK (2.x) itself makes of the usual tool return
-types, for the Rust tests of the MCP-level interceptor (host/tests/robustness.rs): real SDK
+types, for the Rust tests of the MCP-level interceptor (cli/tests/all/robustness/descriptors.rs): real SDK
 output shapes, not hand-written look-alikes.
 
     .venv/bin/python tests/cases/sdk/python/generate.py
