@@ -1,5 +1,5 @@
 //! Builds the guest for wasm32-wasip2 and hands the component to `include_bytes!`, so
-//! `cargo build`, `cargo run -p lro-host` and `cargo test` need no separate step.
+//! `cargo build`, `cargo run -p lro-cli` and `cargo test` need no separate step.
 
 use std::env;
 use std::path::PathBuf;

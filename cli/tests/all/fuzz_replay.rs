@@ -1,18 +1,16 @@
 //! Replays the fuzz findings and seeds in `tests/fuzz/config_file/` through the code path of the
 //! `config_file` fuzz target (`fuzz/fuzz_targets/config_file.rs`), without libFuzzer: each file
-//! as a TOML config file, and as the value of each `ATLATL_PROMPT__OFFLOAD__*` variable. Every
+//! as a TOML config file, as the value of each `ATLATL_PROMPT__OFFLOAD__*` variable and as each flag. Every
 //! file must give `Ok` or a typed `ConfigError`; a panic fails the test, which names every file
 //! that panicked.
 //!
-//! `cargo test -p lro-host --test fuzz_replay`. See docs/FUZZING.md.
+//! `cargo test -p lro-cli --test all fuzz_replay`. See docs/FUZZING.md.
 
 use std::fs;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::PathBuf;
 
-mod fuzz_calls;
-
-use fuzz_calls::config_file;
+use crate::fuzz_calls::config_file;
 
 #[test]
 fn config_file_inputs_do_not_panic() {

@@ -1,8 +1,6 @@
 //! Runs the jq-format cases in `tests/cases/jq/` through `lro query`, and checks each against
 //! the system jq (1.6): same results, except for the documented differences, which must differ.
 
-mod common;
-
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -68,7 +66,7 @@ fn parse(path: &Path) -> Vec<Case> {
 fn run(program: &Path, args: &[&str], input: &str) -> Output {
     let mut child = Command::new(program)
         .args(args)
-        .env("LRO_CACHE_DIR", common::cache_dir())
+        .env("LRO_CACHE_DIR", crate::common::cache_dir())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -106,6 +104,7 @@ fn jq_cases_run_through_lro_query_and_agree_with_jq_except_where_documented() {
     files.retain(|p| p.extension().is_some_and(|e| e == "test"));
     files.sort();
     let lro = Path::new(env!("CARGO_BIN_EXE_lro"));
+    crate::common::assert_reference_jq();
     let jq = Path::new("jq");
     let (mut count, mut failures) = (0, Vec::new());
     for case in files.iter().flat_map(|f| parse(f)) {

@@ -2,9 +2,9 @@
 //! holds 0, 100 or 1,000 LRO files, with no cap, `max_files` only, and both caps (the default).
 //! `max_files` needs the directory's names; `max_bytes` also one `stat` per LRO file.
 //!
-//!     cargo run --release -p lro-host --example cap_cost
+//!     cargo run --release -p lro-cli --example cap_cost
 
-use lro_host::{Config, Operation, Options, Request, Runtime, Settings};
+use lro_host::{Config, Operation, Options, Request, Runtime};
 
 fn request(records: &str) -> Request {
     Request {
@@ -20,7 +20,7 @@ fn request(records: &str) -> Request {
 fn median_ms(runtime: &Runtime, base: &Config, existing: usize, records: &str) -> f64 {
     let dir = tempfile::tempdir().expect("a temporary directory");
     let config = Config {
-        dir: dir.path().to_str().expect("UTF-8").to_owned(),
+        output_dir: dir.path().to_str().expect("UTF-8").to_owned(),
         ..base.clone()
     };
     let one = r#"[{"id":"a","namespace":"n","title":"a title long enough to be offloaded at this threshold"}]"#;
@@ -48,8 +48,8 @@ fn main() {
         .map(|i| serde_json::json!({"id": format!("m{i}"), "namespace": "_semantic/x", "title": format!("Title {i} ").repeat(5)}))
         .collect();
     let records = serde_json::to_string(&records).expect("JSON");
-    let mut base = Settings::default().config().expect("defaults");
-    base.threshold = 10;
+    let mut base = runtime.defaults().expect("defaults");
+    base.threshold_tokens = 10;
     base.max_files = 5000; // above every count here: measure the check, not evictions
     let settings = [
         ("no cap", 0, 0),

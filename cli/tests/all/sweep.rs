@@ -1,11 +1,9 @@
 //! The custodian through the component, with a fixed `now`.
 
-mod common;
-
 use std::path::Path;
 
-use common::*;
-use lro_host::{Error, Event, LroError};
+use crate::common::*;
+use lro_host::{ComponentError, Error, Event};
 
 const HOUR: u64 = 3_600_000;
 /// 2026-11-21T00:00:00Z
@@ -58,7 +56,7 @@ fn sweep_deletes_exactly_the_expired_files() {
 
     let (runtime, events) = with_events();
     let mut cfg = config(d, 1600);
-    cfg.ttl = 3600;
+    cfg.ttl_seconds = 3600;
     let report = runtime.sweep(&cfg, T0 + 3 * HOUR).unwrap();
 
     let base = d.canonicalize().unwrap();
@@ -96,7 +94,7 @@ fn sweep_deletes_exactly_the_expired_files() {
 fn files_the_component_wrote_expire_after_their_ttl() {
     let dir = tempfile::tempdir().unwrap();
     let mut cfg = config(dir.path(), 10);
-    cfg.ttl = 60;
+    cfg.ttl_seconds = 60;
     let out = RUNTIME
         .offload(
             &cfg,
@@ -127,5 +125,5 @@ fn sweeping_a_missing_directory_is_an_io_error() {
     assert!(matches!(&err, Error::Directory { .. }), "{err}");
     let ok = RUNTIME.sweep(&config(dir.path(), 10), T0).unwrap();
     assert_eq!((ok.deleted.len(), ok.kept, ok.failed.len()), (0, 0, 0));
-    let _ = LroError::Io(String::new());
+    let _ = ComponentError::Io(String::new());
 }

@@ -2,14 +2,12 @@
 //! tasks, limits for untrusted filters, confinement to the offload directory, and the messages
 //! a model acts on.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::*;
-use lro_host::{Error, ExtractRequest, ExtractResult, LroError, Operation, Outcome, RecipeLibrary};
+use crate::common::*;
+use lro_host::{ComponentError, Error, ExtractRequest, ExtractResult, Operation, Outcome, RecipeLibrary};
 use serde_json::{Value, json};
 
 /// Offloads `records` and returns the file's path.
@@ -81,6 +79,7 @@ fn jq16(path: &str, program: &str, slurp: bool, raw: bool, args: &[(&str, &str)]
 }
 
 fn shell(command: &str, raw: bool) -> Vec<Value> {
+    assert_reference_jq();
     let out = Command::new("sh").args(["-c", command]).output().unwrap();
     assert!(
         out.status.success(),
@@ -126,6 +125,10 @@ fn jq18(path: &str, jobs: &[Value]) -> Vec<Vec<Value>> {
     let out = child.wait_with_output().unwrap();
     assert!(out.status.success());
     let results: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        results["version"], "1.8",
+        "the comparison is with jq 1.8 (PyPI `jq`, tests/requirements.txt)"
+    );
     results["results"]
         .as_array()
         .unwrap()
@@ -210,7 +213,7 @@ fn the_v1_library_is_offered_and_runs() {
     };
     let d: Value = serde_json::from_str(&out.descriptor).unwrap();
     assert_eq!(d["jq_recipes"][6]["description"], "Get memories with entities");
-    cfg.threshold = 1600;
+    cfg.threshold_tokens = 1600;
     let result = RUNTIME.extract(&cfg, &recipe(&out.path, 9, None)).unwrap();
     let top: Value = serde_json::from_str(&result.values[0]).unwrap();
     assert_eq!(top.as_array().unwrap().len(), 10, "v1 recipe 9 is the top ten");
@@ -299,7 +302,7 @@ fn runaway_filters_and_deep_input_stop_and_the_next_call_works() {
         let took = start.elapsed();
         assert!(took < bound, "{}: {took:?}", &filter[..filter.len().min(40)]);
         let clear = err.is_limit()
-            || matches!(&err, Error::Lro(LroError::InvalidInput(m)) if m.contains("nested deeper than 1000"));
+            || matches!(&err, Error::Component(ComponentError::InvalidInput(m)) if m.contains("nested deeper than 1000"));
         assert!(clear, "{}: {err}", &filter[..filter.len().min(40)]);
         if filter == "def f: [f]; f" {
             assert_eq!(err.kind(), "stack-overflow", "{err}");
@@ -322,7 +325,7 @@ fn runaway_filters_and_deep_input_stop_and_the_next_call_works() {
     let deep_path = dir.path().canonicalize().unwrap().join(&name);
     let err = extract(dir.path(), recipe(deep_path.to_str().unwrap(), 4, None)).unwrap_err();
     assert!(
-        matches!(&err, Error::Lro(LroError::Corrupt(m)) if m.contains("line 2") && m.contains("nested deeper")),
+        matches!(&err, Error::Component(ComponentError::Corrupt(m)) if m.contains("line 2") && m.contains("nested deeper")),
         "{err}"
     );
 }
@@ -364,9 +367,9 @@ fn paths_outside_or_not_ours_are_refused_and_nothing_outside_is_read() {
     for (path, kind) in cases {
         let err = extract(&dir, recipe(&path, 1, None)).unwrap_err();
         let ok = match (kind, &err) {
-            ("outside", Error::Lro(LroError::OutsideDirectory(m))) => m.contains(&path),
-            ("not-lro", Error::Lro(LroError::NotLroFile(m))) => m.contains(&path),
-            ("missing", Error::Lro(LroError::NotFound(m))) => m.contains("does not exist"),
+            ("outside", Error::Component(ComponentError::OutsideDirectory(m))) => m.contains(&path),
+            ("not-lro", Error::Component(ComponentError::NotLroFile(m))) => m.contains(&path),
+            ("missing", Error::Component(ComponentError::NotFound(m))) => m.contains("does not exist"),
             _ => false,
         };
         assert!(ok, "{path}: expected {kind}, got {err}");
@@ -384,7 +387,7 @@ fn an_expired_file_is_refused() {
     let path = dir.path().canonicalize().unwrap().join(&name);
     let err = extract(dir.path(), recipe(path.to_str().unwrap(), 4, None)).unwrap_err();
     assert!(
-        matches!(&err, Error::Lro(LroError::Expired(m)) if m.contains("2020-01-01T01:00:00.000Z")),
+        matches!(&err, Error::Component(ComponentError::Expired(m)) if m.contains("2020-01-01T01:00:00.000Z")),
         "{err}"
     );
 }
@@ -403,7 +406,7 @@ fn exactly_one_of_recipe_and_query() {
     };
     let err = extract(dir.path(), both).unwrap_err();
     assert!(
-        matches!(&err, Error::Lro(LroError::InvalidRequest(m)) if m.contains("not both")),
+        matches!(&err, Error::Component(ComponentError::InvalidRequest(m)) if m.contains("not both")),
         "{err}"
     );
     let neither = ExtractRequest {
@@ -412,18 +415,18 @@ fn exactly_one_of_recipe_and_query() {
     };
     assert!(matches!(
         extract(dir.path(), neither).unwrap_err(),
-        Error::Lro(LroError::InvalidRequest(_))
+        Error::Component(ComponentError::InvalidRequest(_))
     ));
     let slurp_recipe = ExtractRequest {
         slurp: true,
         ..recipe(&path, 2, None)
     };
     assert!(
-        matches!(extract(dir.path(), slurp_recipe).unwrap_err(), Error::Lro(LroError::InvalidRequest(m)) if m.contains("slurp"))
+        matches!(extract(dir.path(), slurp_recipe).unwrap_err(), Error::Component(ComponentError::InvalidRequest(m)) if m.contains("slurp"))
     );
     let bad_param = recipe(&path, 2, Some(json!({"namespace": 3})));
     assert!(
-        matches!(extract(dir.path(), bad_param).unwrap_err(), Error::Lro(LroError::InvalidRequest(m)) if m.contains("params.namespace must be a string"))
+        matches!(extract(dir.path(), bad_param).unwrap_err(), Error::Component(ComponentError::InvalidRequest(m)) if m.contains("params.namespace must be a string"))
     );
 }
 
@@ -460,11 +463,11 @@ fn errors_and_empty_results_tell_the_model_what_to_do() {
     );
     let err = extract(dir.path(), query(&path, "select(.title | ", false)).unwrap_err();
     assert!(
-        matches!(&err, Error::Lro(LroError::InvalidFilter(m)) if m.contains("column 17")),
+        matches!(&err, Error::Component(ComponentError::InvalidFilter(m)) if m.contains("column 17")),
         "{err}"
     );
     let err = extract(dir.path(), query(&path, "select(.content | test(\"x\"))", false)).unwrap_err();
-    let Error::Lro(LroError::FilterFailed(m)) = &err else {
+    let Error::Component(ComponentError::FilterFailed(m)) = &err else {
         panic!("{err}")
     };
     assert!(
@@ -493,7 +496,7 @@ fn output_is_capped_and_says_how_many_values_there_were() {
         &sample(lro_core::Detail::Full, 300, false),
     );
     let mut capped = recipe(&path, 4, None);
-    capped.limit = None; // the threshold: 1600 tokens
+    capped.limit = None; // the threshold_tokens: 1600 tokens
     let result = extract(dir.path(), capped).unwrap();
     assert!(result.truncated && result.total == 300);
     let shown = result.values.len();

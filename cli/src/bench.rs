@@ -8,7 +8,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, bail};
-use lro_core::extract::ExtractRequest as NativeRequest;
+use lro_core::extractor::ExtractRequest as MachineRequest;
 use lro_host::{Config, DescriptorStyle, Detail, ExtractRequest, Operation, Options, Outcome, Request, Runtime};
 
 /// Sizes the issue and the paper use: the paper's three scales, then two an order of magnitude up.
@@ -63,18 +63,19 @@ fn core_detail(detail: Detail) -> lro_core::Detail {
     }
 }
 
-fn native_config(config: &Config) -> lro_core::Config {
+/// The config for the same code compiled to machine code (`lro-core` called directly).
+fn machine_config(config: &Config) -> lro_core::Config {
     lro_core::Config {
         enabled: config.enabled,
-        threshold: config.threshold,
-        ttl: config.ttl,
-        dir: config.dir.clone(),
+        threshold_tokens: config.threshold_tokens,
+        ttl_seconds: config.ttl_seconds,
+        output_dir: config.output_dir.clone(),
         prefix: config.prefix.clone(),
         descriptor: match config.descriptor {
             DescriptorStyle::Full => lro_core::DescriptorStyle::Full,
             DescriptorStyle::Bare => lro_core::DescriptorStyle::Bare,
         },
-        native: config.native,
+        extract_tool: config.extract_tool,
         schema_version: config.schema_version.clone(),
         ..lro_core::Config::default()
     }
@@ -128,9 +129,10 @@ pub fn run(dir: &Path, quick: bool, only: Option<&str>) -> anyhow::Result<Figure
         ..Options::default()
     };
     let runtime = Runtime::new(options.clone())?;
-    let mut config = lro_host::Settings::default().with_output_dir(&work_str).config()?;
-    config.threshold = 1600;
-    let native = native_config(&config);
+    let mut config = runtime.defaults()?;
+    config.output_dir = work_str.clone();
+    config.threshold_tokens = 1600;
+    let machine = machine_config(&config);
     let sizes: Vec<usize> = SIZES.iter().copied().filter(|&n| !quick || n <= 5_000).collect();
     let mut out = String::new();
     let mut targets = Vec::new();
@@ -141,17 +143,17 @@ pub fn run(dir: &Path, quick: bool, only: Option<&str>) -> anyhow::Result<Figure
             out,
             "## Offload\n\nFull-detail records (`lro sample`), operation `recall`, threshold 1,600 tokens, full \
          descriptor. *Component*: `Runtime::offload` in the Rust host, including the fresh Store and \
-         instantiation of every call. *Native*: the same code (`lro-core`) compiled for this machine. \
+         instantiation of every call. *Machine code*: the same code (`lro-core`) compiled for this machine and called directly. \
          Each call writes a new file; files are deleted between calls, outside the timing.\n"
         )?;
         writeln!(
             out,
-            "| records | input | component | MB/s | native | MB/s | component / native |\n|---:|---:|---:|---:|---:|---:|---:|"
+            "| records | input | component | MB/s | machine code | MB/s | component / machine code |\n|---:|---:|---:|---:|---:|---:|---:|"
         )?;
         for &n in &sizes {
             let input = records(Detail::Full, n);
             let req = request(Detail::Full, &input);
-            let native_req = lro_core::offload::Request {
+            let machine_req = lro_core::offload::Request {
                 operation: lro_core::Operation::Recall,
                 query: Some("caching"),
                 detail: Some(lro_core::Detail::Full),
@@ -169,10 +171,10 @@ pub fn run(dir: &Path, quick: bool, only: Option<&str>) -> anyhow::Result<Figure
                 }
                 remove_all_in(&work)?;
                 let start = Instant::now();
-                let outcome = lro_core::offload::offload(&native, &native_req, &mut |_| {})?;
+                let outcome = lro_core::offload::offload(&machine, &machine_req, &mut |_| {})?;
                 nat.push(start.elapsed());
                 if !matches!(outcome, lro_core::Outcome::Offloaded { .. }) {
-                    bail!("{n} records were not offloaded natively");
+                    bail!("{n} records were not offloaded by the machine code");
                 }
                 remove_all_in(&work)?;
             }
@@ -201,7 +203,7 @@ pub fn run(dir: &Path, quick: bool, only: Option<&str>) -> anyhow::Result<Figure
                     met: mb_per_s(input.len(), w) >= 200.0,
                 });
                 targets.push(Target {
-                    what: "offload at 50,000 records: component / native".into(),
+                    what: "offload at 50,000 records: component / machine code".into(),
                     figure: format!("{ratio:.2}× (target ≤ 1.5×)"),
                     met: ratio <= 1.5,
                 });
@@ -215,18 +217,18 @@ pub fn run(dir: &Path, quick: bool, only: Option<&str>) -> anyhow::Result<Figure
             out,
             "\n## Extraction\n\nEvery recipe of the full-detail library over a file of full-detail records, \
          every value printed (no output cap). *Component*: `Runtime::extract` (Store, instantiation, \
-         reading the file through WASI, jaq). *Native*: the same extraction code (`lro-core`, jaq) \
+         reading the file through WASI, jaq). *Machine code*: the same extraction code (`lro-core`, jaq) \
          compiled for this machine. *jq process*: the recipe's shell command from the descriptor, \
          `tail -n +2 FILE | jq ...`, run by `sh` as an agent would, output read from a pipe.\n"
         )?;
         writeln!(
             out,
-            "| records | recipe | values | component | native jaq | jq process | component / native | jq / component |\n\
+            "| records | recipe | values | component | machine-code jaq | jq process | component / machine code | jq / component |\n\
          |---:|---|---:|---:|---:|---:|---:|---:|"
         )?;
         let extract_sizes: Vec<usize> = EXTRACT_SIZES.iter().copied().filter(|&n| !quick || n <= 500).collect();
-        let (mut worst_native, mut worst_jq) = (0.0f64, f64::INFINITY);
-        let (mut worst_native_at, mut worst_jq_at) = (String::new(), String::new());
+        let (mut worst_machine, mut worst_jq) = (0.0f64, f64::INFINITY);
+        let (mut worst_machine_at, mut worst_jq_at) = (String::new(), String::new());
         for &n in &extract_sizes {
             let input = records(Detail::Full, n);
             let path = match runtime.offload(&config, &request(Detail::Full, &input))? {
@@ -251,7 +253,7 @@ pub fn run(dir: &Path, quick: bool, only: Option<&str>) -> anyhow::Result<Figure
                     slurp: false,
                     limit: Some(u32::MAX),
                 };
-                let native_req = NativeRequest {
+                let machine_req = MachineRequest {
                     path: &path,
                     recipe: Some(number),
                     query: None,
@@ -267,11 +269,11 @@ pub fn run(dir: &Path, quick: bool, only: Option<&str>) -> anyhow::Result<Figure
                     wasm.push(start.elapsed());
                     values = result.total;
                     let start = Instant::now();
-                    let result = lro_core::extract::extract(&native, &native_req, now_ms())?;
+                    let result = lro_core::extractor::extract(&machine, &machine_req, now_ms())?;
                     nat.push(start.elapsed());
                     if result.total != values {
                         bail!(
-                            "recipe {number}: native gave {} values, the component {values}",
+                            "recipe {number}: the machine code gave {} values, the component {values}",
                             result.total
                         );
                     }
@@ -287,17 +289,17 @@ pub fn run(dir: &Path, quick: bool, only: Option<&str>) -> anyhow::Result<Figure
                     }
                 }
                 let (w, v, j) = (median(wasm), median(nat), median(jq));
-                let (to_native, jq_over) = (w.as_secs_f64() / v.as_secs_f64(), j.as_secs_f64() / w.as_secs_f64());
+                let (to_machine, jq_over) = (w.as_secs_f64() / v.as_secs_f64(), j.as_secs_f64() / w.as_secs_f64());
                 writeln!(
                     out,
-                    "| {n} | {number}. {} | {values} | {} | {} | {} | {to_native:.2}× | {jq_over:.1}× |",
+                    "| {n} | {number}. {} | {values} | {} | {} | {} | {to_machine:.2}× | {jq_over:.1}× |",
                     recipe.description,
                     ms(w),
                     ms(v),
                     ms(j)
                 )?;
-                if to_native > worst_native {
-                    (worst_native, worst_native_at) = (to_native, format!("recipe {number} at {n}"));
+                if to_machine > worst_machine {
+                    (worst_machine, worst_machine_at) = (to_machine, format!("recipe {number} at {n}"));
                 }
                 if n == 50_000 && jq_over < worst_jq {
                     (worst_jq, worst_jq_at) = (jq_over, format!("recipe {number}"));
@@ -306,9 +308,9 @@ pub fn run(dir: &Path, quick: bool, only: Option<&str>) -> anyhow::Result<Figure
             remove_all_in(&work)?;
         }
         targets.push(Target {
-            what: "extraction: component / native jaq, worst recipe".into(),
-            figure: format!("{worst_native:.2}× ({worst_native_at}; target ≤ 1.5× for every recipe)"),
-            met: worst_native <= 1.5,
+            what: "extraction: component / machine-code jaq, worst recipe".into(),
+            figure: format!("{worst_machine:.2}× ({worst_machine_at}; target ≤ 1.5× for every recipe)"),
+            met: worst_machine <= 1.5,
         });
         if !quick {
             targets.push(Target {
@@ -400,14 +402,14 @@ pub fn run(dir: &Path, quick: bool, only: Option<&str>) -> anyhow::Result<Figure
         )?;
         // Descriptors carry the file path 12 times (file_path, guidance, ten commands), so their size
         // depends on it: measure them where files go by default. Only the files made here are removed.
-        let default_dir = lro_host::Settings::default_output_dir();
-        let desc_config = lro_host::Settings::default()
-            .with_output_dir(
-                default_dir
-                    .to_str()
-                    .context("the default output directory must be UTF-8")?,
-            )
-            .config()?;
+        let default_dir = lro_host::default_output_dir();
+        let desc_config = Config {
+            output_dir: default_dir
+                .to_str()
+                .context("the default output directory must be UTF-8")?
+                .to_owned(),
+            ..runtime.defaults()?
+        };
         let bare_config = Config {
             descriptor: DescriptorStyle::Bare,
             ..desc_config.clone()

@@ -1,16 +1,15 @@
-//! The shared host cases in `tests/cases/host/`: calls in the JSON form of `docs/HOSTS.md`, run
-//! through the Rust host, compared with `NAME.expected.json`. The Python and Node hosts compare
-//! with the same files. `LRO_BLESS=1 cargo test --test shared_cases` rewrites them.
-
-mod common;
+//! The shared host cases in `tests/cases/host/`, one folder per case: `case.json` holds calls in
+//! the JSON form of `docs/HOSTS.md`, run through the Rust host and compared with
+//! `expected.json`. The Python and Node hosts compare with the same files.
+//! `LRO_BLESS=1 cargo test -p lro-cli --test all shared_cases` rewrites them.
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use common::{RUNTIME, reason_name};
+use crate::common::{RUNTIME, reason_name};
 use lro_host::{
-    Config, DescriptorStyle, Detail, Error, Event, ExtractRequest, ExtractResult, LroError, Operation, Options,
+    ComponentError, Config, DescriptorStyle, Detail, Error, Event, ExtractRequest, ExtractResult, Operation, Options,
     Outcome, RecipeLibrary, Request, ToolCall, ToolOutcome, ToolSettings,
 };
 use serde_json::{Map, Value, json};
@@ -46,55 +45,55 @@ fn strings(value: &Value) -> Option<Vec<String>> {
         .map(|a| a.iter().map(|s| string(s, "list item")).collect())
 }
 
+/// The component's defaults with each layer's keys (the spec's names, as in every host's dicts)
+/// over them, in `dir`.
 fn config(dir: &str, layers: &[&Value]) -> Config {
-    let mut merged = json!({
-        "enabled": true, "threshold": 1600, "ttl": 3600, "prefix": "atlatl", "descriptor": "full",
-        "native": false, "schema_version": "0.1", "recipes": "v2", "tools": [],
-        "max_bytes": 1073741824u64, "max_files": 1000
-    });
+    let mut config = RUNTIME.defaults().expect("the component gives its defaults");
     for layer in layers {
-        if let Some(map) = layer.as_object() {
-            for (k, v) in map {
-                merged[k] = v.clone();
+        for (key, v) in layer.as_object().into_iter().flatten() {
+            match key.as_str() {
+                "enabled" => config.enabled = v.as_bool().unwrap(),
+                "threshold_tokens" => config.threshold_tokens = opt_u32(v).unwrap(),
+                "ttl_seconds" => config.ttl_seconds = v.as_u64().unwrap(),
+                "prefix" => config.prefix = string(v, key),
+                "descriptor" => {
+                    config.descriptor = match v.as_str().unwrap() {
+                        "full" => DescriptorStyle::Full,
+                        "bare" => DescriptorStyle::Bare,
+                        other => panic!("descriptor {other}"),
+                    }
+                }
+                "extract_tool" => config.extract_tool = v.as_bool().unwrap(),
+                "schema_version" => config.schema_version = string(v, key),
+                "recipes" => {
+                    config.recipes = match v.as_str().unwrap() {
+                        "v2" => RecipeLibrary::V2,
+                        "v1" => RecipeLibrary::V1,
+                        other => panic!("recipes {other}"),
+                    }
+                }
+                "max_bytes" => config.max_bytes = v.as_u64().unwrap(),
+                "max_files" => config.max_files = opt_u32(v).unwrap(),
+                "tools" => {
+                    config.tools = v
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .map(|t| ToolSettings {
+                            name: string(&t["name"], "tools.name"),
+                            enabled: t["enabled"].as_bool(),
+                            threshold_tokens: opt_u32(&t["threshold_tokens"]),
+                            sections: strings(&t["sections"]),
+                            inline_keys: strings(&t["inline_keys"]),
+                        })
+                        .collect()
+                }
+                other => panic!("a case config has the unknown key {other}"),
             }
         }
     }
-    merged["dir"] = json!(dir);
-    let tools = merged["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| ToolSettings {
-            name: string(&t["name"], "tools.name"),
-            enabled: t["enabled"].as_bool(),
-            threshold: opt_u32(&t["threshold"]),
-            sections: strings(&t["sections"]),
-            inline_keys: strings(&t["inline_keys"]),
-        })
-        .collect();
-    Config {
-        enabled: merged["enabled"].as_bool().unwrap(),
-        threshold: opt_u32(&merged["threshold"]).unwrap(),
-        ttl: merged["ttl"].as_u64().unwrap(),
-        dir: string(&merged["dir"], "dir"),
-        prefix: string(&merged["prefix"], "prefix"),
-        descriptor: match merged["descriptor"].as_str().unwrap() {
-            "full" => DescriptorStyle::Full,
-            "bare" => DescriptorStyle::Bare,
-            other => panic!("descriptor {other}"),
-        },
-        native: merged["native"].as_bool().unwrap(),
-        schema_version: string(&merged["schema_version"], "schema_version"),
-        recipes: match merged["recipes"].as_str().unwrap() {
-            "v2" => RecipeLibrary::V2,
-            "v1" => RecipeLibrary::V1,
-            other => panic!("recipes {other}"),
-        },
-        tools,
-        max_bytes: merged["max_bytes"].as_u64().unwrap(),
-        max_files: opt_u32(&merged["max_files"]).unwrap(),
-        dir_problem: None,
-    }
+    config.output_dir = dir.to_owned();
+    config
 }
 
 fn detail(value: &Value) -> Option<Detail> {
@@ -120,18 +119,18 @@ fn operation(value: &Value) -> Operation {
 
 fn error_json(error: &Error) -> Value {
     let message = match error {
-        Error::Lro(
-            LroError::InvalidConfig(m)
-            | LroError::InvalidInput(m)
-            | LroError::Io(m)
-            | LroError::InvalidRequest(m)
-            | LroError::NotFound(m)
-            | LroError::OutsideDirectory(m)
-            | LroError::NotLroFile(m)
-            | LroError::Expired(m)
-            | LroError::Corrupt(m)
-            | LroError::InvalidFilter(m)
-            | LroError::FilterFailed(m),
+        Error::Component(
+            ComponentError::InvalidConfig(m)
+            | ComponentError::InvalidInput(m)
+            | ComponentError::Io(m)
+            | ComponentError::InvalidRequest(m)
+            | ComponentError::NotFound(m)
+            | ComponentError::OutsideDirectory(m)
+            | ComponentError::NotLroFile(m)
+            | ComponentError::Expired(m)
+            | ComponentError::Corrupt(m)
+            | ComponentError::InvalidFilter(m)
+            | ComponentError::FilterFailed(m),
         ) => m.clone(),
         // Limits and host failures carry host-specific text; no case expects them.
         other => other.to_string(),
@@ -479,13 +478,11 @@ fn pretty(value: &Value) -> String {
 #[test]
 fn shared_host_cases_match_their_expected_files() {
     let dir = cases_dir().join("host");
+    // Every folder is a case, except the inputs the cases share.
     let mut cases: Vec<PathBuf> = std::fs::read_dir(&dir)
         .unwrap()
         .map(|e| e.unwrap().path())
-        .filter(|p| {
-            let name = p.file_name().unwrap().to_str().unwrap();
-            name.ends_with(".json") && !name.ends_with(".expected.json")
-        })
+        .filter(|p| p.is_dir() && p.file_name().is_some_and(|n| n != "inputs"))
         .collect();
     cases.sort();
     assert!(
@@ -496,24 +493,25 @@ fn shared_host_cases_match_their_expected_files() {
     );
     let bless = std::env::var_os("LRO_BLESS").is_some_and(|v| v == "1");
     let mut failures = Vec::new();
-    for path in &cases {
-        let name = path.file_stem().unwrap().to_str().unwrap();
-        let case: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap())
-            .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    for folder in &cases {
+        let name = folder.file_name().unwrap().to_str().unwrap();
+        let path = folder.join("case.json");
+        let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let case: Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
         assert!(case["about"].is_string(), "{name}: no `about`");
         let got = run_case(&case);
-        let expected_path = dir.join(format!("{name}.expected.json"));
+        let expected_path = folder.join("expected.json");
         if bless {
             std::fs::write(&expected_path, pretty(&got)).unwrap();
             continue;
         }
         match std::fs::read_to_string(&expected_path) {
-            Err(_) => failures.push(format!("{name}: no {name}.expected.json (bless with LRO_BLESS=1)")),
+            Err(_) => failures.push(format!("{name}: no {name}/expected.json (bless with LRO_BLESS=1)")),
             Ok(text) => {
                 let want: Value = serde_json::from_str(&text).unwrap();
                 if want != got {
                     failures.push(format!(
-                        "{name}: differs from {name}.expected.json\n{}",
+                        "{name}: differs from {name}/expected.json\n{}",
                         diff(&want, &got)
                     ));
                 }

@@ -1,11 +1,10 @@
 //! Helpers shared by the integration tests: one compiled component per test process.
 
-#![allow(dead_code, reason = "each test binary uses a different subset")]
-
 use std::path::{Path, PathBuf};
+use std::process::Command;
 use std::sync::{Arc, LazyLock, Mutex};
 
-use lro_host::{Config, Detail, Event, Operation, Options, PassReason, Request, Runtime, Settings};
+use lro_host::{Config, Detail, Event, Operation, Options, PassReason, Request, Runtime};
 use serde_json::Value;
 
 /// Where the compiled component is cached between test processes.
@@ -32,13 +31,17 @@ pub fn with_events() -> (Runtime, Arc<Mutex<Vec<Event>>>) {
     (RUNTIME.with_options(options), events)
 }
 
-pub fn config(dir: &Path, threshold: u32) -> Config {
-    let mut config = Settings::default()
-        .with_output_dir(dir.to_str().unwrap())
-        .config()
-        .unwrap();
-    config.threshold = threshold;
-    config
+/// The component's defaults, as every host starts from them.
+pub fn defaults() -> Config {
+    RUNTIME.defaults().expect("the component gives its defaults")
+}
+
+pub fn config(dir: &Path, threshold_tokens: u32) -> Config {
+    Config {
+        output_dir: dir.to_str().unwrap().to_owned(),
+        threshold_tokens,
+        ..defaults()
+    }
 }
 
 pub fn sample(detail: lro_core::Detail, count: usize, hits: bool) -> Vec<Value> {
@@ -95,4 +98,22 @@ pub fn reason_name(reason: PassReason) -> &'static str {
         PassReason::Proxied => "proxied",
         PassReason::BudgetedText => "budgeted-text",
     }
+}
+
+/// The reference jq the comparisons are written against: the system jq 1.6 (tests/cases/jq's
+/// documented differences are differences from it). Panics naming the version found otherwise,
+/// so another jq fails loudly instead of silently changing what is compared.
+pub fn assert_reference_jq() {
+    static VERSION: LazyLock<String> = LazyLock::new(|| {
+        Command::new("jq")
+            .arg("--version")
+            .output()
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
+            .unwrap_or_else(|e| format!("no jq ({e})"))
+    });
+    assert_eq!(
+        VERSION.as_str(),
+        "jq-1.6",
+        "the comparisons are with the system jq 1.6 (`apt-get install jq` on Debian 12)"
+    );
 }

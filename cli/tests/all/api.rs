@@ -1,12 +1,10 @@
 //! The Rust host driving the real component: one test per behaviour a user relies on.
 
-mod common;
-
 use std::collections::{HashMap, HashSet};
 use std::os::unix::fs::PermissionsExt;
 
-use common::*;
-use lro_host::{DescriptorStyle, Detail, Error, Event, LroError, Operation, Options, Outcome, Request};
+use crate::common::*;
+use lro_host::{ComponentError, DescriptorStyle, Detail, Error, Event, Operation, Options, Outcome, Request};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -370,7 +368,7 @@ fn bare_descriptor_has_path_and_summary_only() {
 fn native_guidance_points_to_lro_extract() {
     let dir = tempfile::tempdir().unwrap();
     let mut cfg = config(dir.path(), 100);
-    cfg.native = true;
+    cfg.extract_tool = true;
     let out = offloaded(
         RUNTIME
             .offload(
@@ -426,12 +424,14 @@ fn bad_input_is_a_typed_error_naming_the_problem() {
         };
         RUNTIME.offload(&cfg, &request).unwrap_err()
     };
-    assert!(matches!(call("[{\"id\": 1},"), Error::Lro(LroError::InvalidInput(m)) if m.contains("not valid JSON")));
     assert!(
-        matches!(call("{\"records\": []}"), Error::Lro(LroError::InvalidInput(m)) if m.contains("must be a JSON array"))
+        matches!(call("[{\"id\": 1},"), Error::Component(ComponentError::InvalidInput(m)) if m.contains("not valid JSON"))
     );
     assert!(
-        matches!(call("[{}, \"x\"]"), Error::Lro(LroError::InvalidInput(m)) if m.contains("records[1] is a string"))
+        matches!(call("{\"records\": []}"), Error::Component(ComponentError::InvalidInput(m)) if m.contains("must be a JSON array"))
+    );
+    assert!(
+        matches!(call("[{}, \"x\"]"), Error::Component(ComponentError::InvalidInput(m)) if m.contains("records[1] is a string"))
     );
     let mut bad = cfg.clone();
     bad.prefix = "../evil".into();
@@ -439,7 +439,7 @@ fn bad_input_is_a_typed_error_naming_the_problem() {
         .offload(&bad, &request(Operation::Recall, None, &[]))
         .unwrap_err();
     assert!(
-        matches!(&err, Error::Lro(LroError::InvalidConfig(m)) if m.contains("prefix")),
+        matches!(&err, Error::Component(ComponentError::InvalidConfig(m)) if m.contains("prefix")),
         "{err}"
     );
 }

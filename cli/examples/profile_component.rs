@@ -6,11 +6,11 @@
 //! ```sh
 //! CARGO_PROFILE_RELEASE_STRIP=false cargo build -p lro-guest --target wasm32-wasip2 --release \
 //!     --target-dir target/prof-guest
-//! cargo build --release -p lro-host --example profile_component
+//! cargo build --release -p lro-cli --example profile_component
 //! ```
 
 use anyhow::{Context, Result};
-use lro_host::{Detail, ExtractRequest, Operation, Options, Outcome, Request, Runtime, Settings};
+use lro_host::{Config, Detail, ExtractRequest, Operation, Options, Outcome, Request, Runtime};
 
 fn main() -> Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -27,7 +27,10 @@ fn main() -> Result<()> {
             ..Options::default()
         },
     )?;
-    let config = Settings::default().with_output_dir(dir).config()?;
+    let config = Config {
+        output_dir: dir.clone(),
+        ..runtime.defaults()?
+    };
     if recipe == "offload" {
         let request = Request {
             operation: Operation::Recall,

@@ -1,27 +1,15 @@
 //! Every recipe command of a descriptor, run as a shell command with the system `jq` on the
 //! file written, succeeds, at every detail level.
 
-mod common;
-
 use std::process::Command;
 
-use common::*;
+use crate::common::*;
 use lro_host::{Operation, Outcome};
 use serde_json::Value;
 
-fn jq_available() -> bool {
-    Command::new("jq")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success())
-}
-
 #[test]
 fn every_recipe_runs_with_system_jq_at_every_detail_level() {
-    assert!(
-        jq_available(),
-        "this test needs the system jq on PATH (apt-get install jq); .ci/run installs it"
-    );
+    assert_reference_jq();
     for detail in DETAILS {
         let dir = tempfile::tempdir().unwrap();
         let records = sample(core_detail(detail), 500, true);

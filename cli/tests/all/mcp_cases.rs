@@ -2,12 +2,10 @@
 //! above and below its threshold, checked structurally; every generated recipe run with the
 //! system jq and through the extractor; no data lost; descriptors within budget.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::*;
+use crate::common::*;
 use lro_host::{PassReason, ToolCall, ToolOutcome};
 use serde_json::{Map, Value, json};
 
@@ -38,6 +36,7 @@ fn parse_command(command: &str) -> (bool, String) {
 }
 
 fn run_jq(command: &str) -> Vec<Value> {
+    assert_reference_jq();
     let out = Command::new("sh").args(["-c", command]).output().unwrap();
     assert!(
         out.status.success(),
@@ -350,7 +349,7 @@ fn per_tool_settings_choose_sections_inline_keys_and_thresholds() {
     cfg.tools = vec![lro_host::ToolSettings {
         name: "search_issues".into(),
         enabled: None,
-        threshold: None,
+        threshold_tokens: None,
         sections: Some(vec!["items".into()]),
         inline_keys: Some(vec!["total_count".into()]),
     }];
@@ -368,11 +367,11 @@ fn per_tool_settings_choose_sections_inline_keys_and_thresholds() {
         d["files"].as_object().unwrap().keys().collect::<Vec<_>>(),
         ["items", "other"]
     );
-    cfg.tools[0].threshold = Some(1_000_000);
+    cfg.tools[0].threshold_tokens = Some(1_000_000);
     assert!(
         matches!(RUNTIME.intercept(&cfg, &call).unwrap(), ToolOutcome::Unchanged(u) if u.reason == PassReason::UnderThreshold)
     );
-    cfg.tools[0].threshold = None;
+    cfg.tools[0].threshold_tokens = None;
     cfg.tools[0].enabled = Some(false);
     assert!(
         matches!(RUNTIME.intercept(&cfg, &call).unwrap(), ToolOutcome::Unchanged(u) if u.reason == PassReason::Disabled)

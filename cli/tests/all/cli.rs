@@ -1,7 +1,5 @@
 //! The `lro` command as a user runs it: stdout, stderr and exit codes.
 
-mod common;
-
 use std::io::Write;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
@@ -10,7 +8,7 @@ use serde_json::Value;
 
 fn lro(args: &[&str], stdin: &str, env: &[(&str, &str)]) -> Output {
     let mut command = Command::new(env!("CARGO_BIN_EXE_lro"));
-    command.args(args).env("LRO_CACHE_DIR", common::cache_dir());
+    command.args(args).env("LRO_CACHE_DIR", crate::common::cache_dir());
     for (k, v) in env {
         command.env(k, v);
     }
@@ -178,7 +176,11 @@ fn config_precedence_is_flags_then_environment_then_file() {
         env[0],
     ];
     assert!(offloaded(&lro(&["offload"], &input, &env_dir)));
-    assert_eq!(common::names(&out_dir).len(), 1, "output_dir from the environment");
+    assert_eq!(
+        crate::common::names(&out_dir).len(),
+        1,
+        "output_dir from the environment"
+    );
 }
 
 #[test]
@@ -466,7 +468,7 @@ fn offload_tool_reads_and_prints_call_tool_results() {
     let case = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/cases/mcp");
     let github = std::fs::read_to_string(case.join("github_search/result.json")).unwrap();
 
-    // Above the threshold: the CallToolResult to forward, with the descriptor inside.
+    // Above the threshold_tokens: the CallToolResult to forward, with the descriptor inside.
     let out = lro(
         &[
             "offload",
@@ -541,7 +543,7 @@ fn offload_tool_reads_and_prints_call_tool_results() {
 
     // Per-tool configuration from the file, and bad input.
     let file = dir.path().join("lro.toml");
-    std::fs::write(&file, "[prompt.offload.tools.search_issues]\nthreshold = 500\n").unwrap();
+    std::fs::write(&file, "[prompt.offload.tools.search_issues]\nthreshold_tokens = 500\n").unwrap();
     let out = lro(
         &[
             "offload",

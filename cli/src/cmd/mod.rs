@@ -1,0 +1,10 @@
+//! One module per `lro` command.
+
+pub mod bench;
+pub mod component;
+pub mod extract;
+pub mod offload;
+pub mod query;
+pub mod recipes;
+pub mod sample;
+pub mod sweep;

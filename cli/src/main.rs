@@ -1,0 +1,99 @@
+//! `lro`: offload large MCP results to JSONL through the LRO component, and look after the files.
+//!
+//! stdout carries the result (what the tool would return), stderr diagnostics. The flags are in
+//! `flags`, each command in its own module under `cmd/`, and the one table from error to exit
+//! code is [`exit_code`]: 0 success, 1 a domain error (the component could not do its work on
+//! valid input), 2 a usage error, bad input, a bad config value, or a stopped/trapped component.
+
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::bail;
+use clap::Parser;
+use lro_host::{ComponentError, Event, Options, Runtime};
+
+mod bench;
+mod cmd;
+mod flags;
+mod output;
+
+use flags::{Cli, Command};
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(&cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            // `lro ... | head` closing the pipe early is a normal way to stop.
+            let broken_pipe = err.chain().any(|c| {
+                c.downcast_ref::<std::io::Error>()
+                    .is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe)
+            });
+            if broken_pipe {
+                return ExitCode::SUCCESS;
+            }
+            eprintln!("lro: {err:#}");
+            ExitCode::from(exit_code(&err))
+        }
+    }
+}
+
+fn run(cli: &Cli) -> anyhow::Result<()> {
+    match &cli.command {
+        Command::Offload(args) => cmd::offload::run(cli, args),
+        Command::Extract(args) => cmd::extract::run(cli, args),
+        Command::Query(args) => cmd::query::run(cli, args),
+        Command::Sweep(args) => cmd::sweep::run(cli, args),
+        Command::Recipes(args) => cmd::recipes::run(cli, args),
+        Command::Component { output } => cmd::component::run(output.as_deref()),
+        Command::Sample(args) => cmd::sample::run(args),
+        Command::Bench(args) => cmd::bench::run(args),
+    }
+}
+
+/// 1 for domain errors (a bad filter, a missing or refused file, an I/O failure), 2 for
+/// everything else (usage, bad input, config, limits, traps).
+fn exit_code(err: &anyhow::Error) -> u8 {
+    match err.chain().find_map(|c| c.downcast_ref::<lro_host::Error>()) {
+        Some(lro_host::Error::Component(
+            ComponentError::InvalidConfig(_) | ComponentError::InvalidInput(_) | ComponentError::InvalidRequest(_),
+        )) => 2,
+        Some(lro_host::Error::Component(_)) => 1,
+        _ => 2,
+    }
+}
+
+/// The runtime with the global flags' limits and event printing.
+pub(crate) fn runtime(cli: &Cli) -> anyhow::Result<Runtime> {
+    let events: Option<lro_host::EventSink> = cli
+        .events
+        .then(|| Arc::new(|event: &Event| eprintln!("{}", output::event_json(event))) as lro_host::EventSink);
+    let mut options = Options {
+        cache_dir: Options::default_cache_dir(),
+        events,
+        ..Options::default()
+    };
+    if let Some(seconds) = cli.timeout {
+        // A day is far past any call's need, and keeps the deadline's tick count in range.
+        if !(seconds.is_finite() && seconds > 0.0 && seconds <= 86_400.0) {
+            bail!("--timeout must be a number of seconds above 0 and at most 86400, got {seconds:?}");
+        }
+        options.deadline = Duration::from_secs_f64(seconds);
+        options.filter_deadline = options.deadline;
+    }
+    if let Some(mib) = cli.memory_limit {
+        options.memory = mib.saturating_mul(1 << 20);
+        options.filter_memory = options.memory;
+    }
+    Ok(Runtime::new(options)?)
+}
+
+/// The component's defaults under the `--config` file, the environment and `flags`.
+pub(crate) fn config(
+    runtime: &Runtime,
+    file: Option<&std::path::Path>,
+    flags: &[lro_host::config::Flag],
+) -> anyhow::Result<lro_host::Config> {
+    Ok(lro_host::config::from_environment(runtime.defaults()?, file, flags)?)
+}

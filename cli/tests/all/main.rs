@@ -1,0 +1,17 @@
+//! The Rust integration tests, as one binary (each binary links wasmtime again: build time and
+//! disk). They drive the component through the `lro-host` library and the `lro` command as a
+//! user meets them. Shared cases and their expected outputs are in `tests/cases/`;
+//! `LRO_BLESS=1 cargo test -p lro-cli --test all shared_cases` rewrites the expected files.
+
+mod api;
+mod cli;
+mod common;
+mod extract;
+mod fuzz_calls;
+mod fuzz_replay;
+mod jq_cases;
+mod mcp_cases;
+mod recipes_jq;
+mod robustness;
+mod shared_cases;
+mod sweep;

@@ -1,0 +1,380 @@
+//! The compiled component and its calls: a fresh store per call, one preopened directory, and
+//! the time and memory limits.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use wasmtime::component::{HasSelf, Linker, ResourceTable};
+use wasmtime::{Engine, ResourceLimiter, Store, Trap};
+use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
+use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
+
+use crate::bindings;
+use crate::dir::{absolute_dir, owner_only, prepare_dir, writable_dir};
+use crate::{
+    COMPONENT, ComponentError, Config, Detail, Error, Event, EventSink, ExtractRequest, ExtractResult, Options,
+    Outcome, Recipe, Request, SweepReport, ToolCall, ToolOutcome, cache,
+};
+
+/// How often the epoch ticks; deadlines are counted in these ticks.
+const TICK: Duration = Duration::from_millis(10);
+
+struct State {
+    wasi: WasiCtx,
+    table: ResourceTable,
+    limiter: Limiter,
+    events: Option<EventSink>,
+}
+
+impl WasiView for State {
+    fn ctx(&mut self) -> WasiCtxView<'_> {
+        WasiCtxView {
+            ctx: &mut self.wasi,
+            table: &mut self.table,
+        }
+    }
+}
+
+// bindgen emits an empty Host trait for the types-only interface; the linker requires it.
+impl bindings::lro::component::types::Host for State {}
+
+impl bindings::lro::component::events::Host for State {
+    fn emit(&mut self, event: Event) {
+        if let Some(sink) = &self.events {
+            sink(&event);
+        }
+    }
+}
+
+/// Caps linear memory and remembers whether the cap was hit, so that the abort that follows a
+/// refused allocation is reported as a memory limit rather than as a bare trap.
+struct Limiter {
+    memory: usize,
+    hit: bool,
+}
+
+impl ResourceLimiter for Limiter {
+    fn memory_growing(&mut self, _current: usize, desired: usize, _maximum: Option<usize>) -> wasmtime::Result<bool> {
+        let allowed = desired <= self.memory;
+        self.hit |= !allowed;
+        Ok(allowed)
+    }
+
+    fn table_growing(&mut self, _current: usize, desired: usize, _maximum: Option<usize>) -> wasmtime::Result<bool> {
+        Ok(desired <= 1 << 20)
+    }
+}
+
+/// The compiled component, ready to run calls. Cheap to clone; clones share the compiled code.
+#[derive(Clone)]
+pub struct Runtime {
+    engine: Engine,
+    pre: bindings::LroPre<State>,
+    options: Options,
+    /// Dropped with the last clone, which stops the epoch ticker thread.
+    _ticker: Arc<Ticker>,
+}
+
+struct Ticker(Arc<AtomicBool>);
+
+impl Drop for Ticker {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+}
+
+impl Runtime {
+    /// Compiles (or loads from the cache) the embedded component.
+    pub fn new(options: Options) -> Result<Self, Error> {
+        Self::from_bytes(COMPONENT, options)
+    }
+
+    /// Compiles (or loads from the cache) a component given as bytes.
+    pub fn from_bytes(bytes: &[u8], options: Options) -> Result<Self, Error> {
+        let mut config = wasmtime::Config::new();
+        config.epoch_interruption(true);
+        if std::env::var_os("LRO_PERF_MAP").is_some() {
+            // Names the component's compiled functions for `perf report` (/tmp/perf-PID.map).
+            config.profiler(wasmtime::ProfilingStrategy::PerfMap);
+        }
+        let engine = Engine::new(&config).map_err(|e| Error::Load(format!("{e:#}")))?;
+        let component = cache::load(&engine, bytes, options.cache_dir.as_deref())?;
+        let mut linker: Linker<State> = Linker::new(&engine);
+        let load = |e: wasmtime::Error| Error::Load(format!("{e:#}"));
+        wasmtime_wasi::p2::add_to_linker_sync(&mut linker).map_err(load)?;
+        bindings::Lro::add_to_linker::<_, HasSelf<_>>(&mut linker, |s| s).map_err(load)?;
+        let pre = bindings::LroPre::new(linker.instantiate_pre(&component).map_err(load)?).map_err(load)?;
+
+        let stop = Arc::new(AtomicBool::new(false));
+        let (weak, flag) = (engine.weak(), stop.clone());
+        std::thread::Builder::new()
+            .name("lro-epoch".into())
+            .spawn(move || {
+                while !flag.load(Ordering::Relaxed) {
+                    std::thread::sleep(TICK);
+                    match weak.upgrade() {
+                        Some(engine) => engine.increment_epoch(),
+                        None => break,
+                    }
+                }
+            })
+            .map_err(|e| Error::Load(format!("starting the epoch thread: {e}")))?;
+        Ok(Runtime {
+            engine,
+            pre,
+            options,
+            _ticker: Arc::new(Ticker(stop)),
+        })
+    }
+
+    /// The same compiled component with other limits or event sink.
+    pub fn with_options(&self, options: Options) -> Self {
+        Runtime {
+            options,
+            ..self.clone()
+        }
+    }
+
+    /// The options in force.
+    pub fn options(&self) -> &Options {
+        &self.options
+    }
+
+    /// Estimates the result set and returns it inline, offloaded or degraded
+    /// (`interceptor.offload`). `config.output_dir` is created (mode 0700) if it does not exist. A
+    /// directory that cannot be used (see [`Runtime::intercept`]) degrades the result, as any
+    /// failed write does: it never fails the call.
+    pub fn offload(&self, config: &Config, request: &Request) -> Result<Outcome, Error> {
+        let (config, perms) = writable_dir(config);
+        let outcome = self.call(&config, perms, self.io_limits(), |store, lro| {
+            lro.lro_component_interceptor().call_offload(store, &config, request)
+        })?;
+        if let Outcome::Offloaded(offloaded) = &outcome {
+            owner_only(Path::new(&offloaded.path));
+        }
+        Ok(outcome)
+    }
+
+    /// Intercepts any tool's `CallToolResult` and says what to forward (`interceptor.intercept`).
+    /// `config.output_dir` is created (mode 0700) if it does not exist. When it cannot be used (not a
+    /// directory, owned by another user, writable by group or others, cannot be created or
+    /// opened), nothing is written and the result degrades to the truncated inline fallback with
+    /// an `offload-write-failed` event naming the reason: a failed write never fails the call.
+    pub fn intercept(&self, config: &Config, call: &ToolCall) -> Result<ToolOutcome, Error> {
+        let (config, perms) = writable_dir(config);
+        let outcome = self.call(&config, perms, self.io_limits(), |store, lro| {
+            lro.lro_component_interceptor().call_intercept(store, &config, call)
+        })?;
+        if let ToolOutcome::Offloaded(offloaded) = &outcome {
+            for file in &offloaded.files {
+                owner_only(Path::new(file));
+            }
+        }
+        Ok(outcome)
+    }
+
+    /// Deletes expired files in `config.output_dir` (`custodian.sweep`); `now_ms` is the current time.
+    pub fn sweep(&self, config: &Config, now_ms: u64) -> Result<SweepReport, Error> {
+        let (config, perms) = prepare_dir(config, false)?;
+        self.call(&config, perms, self.io_limits(), |store, lro| {
+            lro.lro_component_custodian().call_sweep(store, &config, now_ms)
+        })
+    }
+
+    /// Rewrites a `tools/list` result's `tools` array (JSON text) for a server whose results go
+    /// through [`Runtime::intercept`] (`interceptor.rewrite-tools`): no `outputSchema` on tools
+    /// whose results may be offloaded, and `lro_extract` appended when `config.extract_tool`.
+    pub fn rewrite_tools(&self, config: &Config, tools: &str) -> Result<String, Error> {
+        let (config, tools) = (absolute_dir(config), tools.to_owned());
+        self.call_without_files(|store, lro| {
+            lro.lro_component_interceptor()
+                .call_rewrite_tools(store, &config, &tools)
+        })
+    }
+
+    /// The `lro_extract` tool's definition as `tools/list` lists it, JSON text
+    /// (`extractor.tool-definition`).
+    pub fn tool_definition(&self) -> Result<String, Error> {
+        self.call_without_files(|store, lro| Ok(Ok(lro.lro_component_extractor().call_tool_definition(store)?)))
+    }
+
+    /// Runs `lro_extract` from a `tools/call` request's `arguments` (JSON text), as
+    /// [`Runtime::extract`] does (`extractor.call-tool`).
+    pub fn call_tool(&self, config: &Config, arguments: &str) -> Result<ExtractResult, Error> {
+        let (config, _) = prepare_dir(config, false)?;
+        let arguments = arguments.to_owned();
+        self.call(&config, FsPerms::ReadOnly, self.filter_limits(), |store, lro| {
+            lro.lro_component_extractor().call_call_tool(store, &config, &arguments)
+        })
+    }
+
+    /// Runs a recipe or a jq filter over an offloaded file (`extractor.extract`, the
+    /// `lro_extract` tool). The offload directory is mounted read-only for it, under the filter
+    /// limits ([`Options::filter_deadline`], [`Options::filter_memory`]).
+    pub fn extract(&self, config: &Config, request: &ExtractRequest) -> Result<ExtractResult, Error> {
+        let (config, _) = prepare_dir(config, false)?;
+        self.call(&config, FsPerms::ReadOnly, self.filter_limits(), |store, lro| {
+            lro.lro_component_extractor().call_extract(store, &config, request)
+        })
+    }
+
+    /// Runs a jq filter over JSON text (`extractor.query`), with no file access, under the
+    /// filter limits.
+    pub fn query(
+        &self,
+        filter: &str,
+        input: &str,
+        slurp: bool,
+        raw: bool,
+        limit: Option<u32>,
+    ) -> Result<ExtractResult, Error> {
+        // bindgen types the `json` alias as `&String`.
+        let input = input.to_owned();
+        self.run(WasiCtxBuilder::new(), self.filter_limits(), |store, lro| {
+            lro.lro_component_extractor()
+                .call_query(store, filter, &input, slurp, raw, limit)
+        })
+    }
+
+    /// The ten recipes for `detail`, with `file` in the shell commands (`interceptor.recipes`).
+    pub fn recipes(&self, config: &Config, detail: Detail, file: Option<&str>) -> Result<Vec<Recipe>, Error> {
+        let config = absolute_dir(config);
+        self.call_without_files(|store, lro| {
+            lro.lro_component_interceptor()
+                .call_recipes(store, &config, detail, file)
+        })
+    }
+
+    /// The default of every config field (`configuration.defaults`): the spec's
+    /// `[prompt.offload]` defaults, with an empty `output_dir` (the host's default directory,
+    /// [`default_output_dir`](crate::default_output_dir)). Layer a user's configuration over it
+    /// with [`config::load`](crate::config::load).
+    pub fn defaults(&self) -> Result<Config, Error> {
+        self.call_without_files(|store, lro| Ok(Ok(lro.lro_component_configuration().call_defaults(store)?)))
+    }
+
+    /// The component's token estimate of `text` (`interceptor.estimate`).
+    pub fn estimate(&self, text: &str) -> Result<u32, Error> {
+        self.call_without_files(|store, lro| Ok(Ok(lro.lro_component_interceptor().call_estimate(store, text)?)))
+    }
+
+    fn call_without_files<T>(
+        &self,
+        f: impl FnOnce(&mut Store<State>, &bindings::Lro) -> wasmtime::Result<Result<T, ComponentError>>,
+    ) -> Result<T, Error> {
+        self.run(WasiCtxBuilder::new(), self.io_limits(), f)
+    }
+
+    fn io_limits(&self) -> Limits {
+        Limits {
+            deadline: self.options.deadline,
+            memory: self.options.memory,
+        }
+    }
+
+    fn filter_limits(&self) -> Limits {
+        Limits {
+            deadline: self.options.filter_deadline,
+            memory: self.options.filter_memory,
+        }
+    }
+
+    fn call<T>(
+        &self,
+        config: &Config,
+        perms: FsPerms,
+        limits: Limits,
+        f: impl FnOnce(&mut Store<State>, &bindings::Lro) -> wasmtime::Result<Result<T, ComponentError>>,
+    ) -> Result<T, Error> {
+        let mut wasi = WasiCtxBuilder::new();
+        // A directory found unusable is not opened at all; the component degrades without it.
+        if config.dir_problem.is_none() {
+            wasi.preopened_dir(&config.output_dir, &config.output_dir, perms)
+                .map_err(|e| Error::Directory {
+                    path: PathBuf::from(&config.output_dir),
+                    message: format!("cannot open it: {e:#}"),
+                })?;
+        }
+        self.run(wasi, limits, f)
+    }
+
+    fn run<T>(
+        &self,
+        mut wasi: WasiCtxBuilder,
+        limits: Limits,
+        f: impl FnOnce(&mut Store<State>, &bindings::Lro) -> wasmtime::Result<Result<T, ComponentError>>,
+    ) -> Result<T, Error> {
+        // The guest's stderr (a panic message) is kept and put into the error; its stdout goes
+        // nowhere, so a host speaking MCP over stdio can never have its stream corrupted.
+        let stderr = MemoryOutputPipe::new(64 * 1024);
+        wasi.stderr(stderr.clone());
+        // Calls are synchronous: file I/O may block this thread instead of being handed to a
+        // blocking-thread pool and waited for (two context switches per read or write).
+        wasi.allow_blocking_current_thread(true);
+        let state = State {
+            wasi: wasi.build(),
+            table: ResourceTable::new(),
+            limiter: Limiter {
+                memory: limits.memory,
+                hit: false,
+            },
+            events: self.options.events.clone(),
+        };
+        let mut store = Store::new(&self.engine, state);
+        store.limiter(|s| &mut s.limiter);
+        let ticks = limits.deadline.as_millis().div_ceil(TICK.as_millis()).max(1);
+        store.set_epoch_deadline(u64::try_from(ticks).unwrap_or(u64::MAX));
+        store.epoch_deadline_trap();
+
+        let result = self.pre.instantiate(&mut store).and_then(|lro| f(&mut store, &lro));
+        match result {
+            Ok(Ok(value)) => Ok(value),
+            Ok(Err(error)) => Err(Error::Component(error)),
+            Err(error) => Err(trap_error(error, limits, store.data().limiter.hit, &stderr)),
+        }
+    }
+}
+
+/// The time and memory a call may use.
+#[derive(Clone, Copy)]
+struct Limits {
+    deadline: Duration,
+    memory: usize,
+}
+
+fn trap_error(error: wasmtime::Error, limits: Limits, memory_hit: bool, stderr: &MemoryOutputPipe) -> Error {
+    if memory_hit {
+        return Error::MemoryLimit(limits.memory);
+    }
+    match error.downcast_ref::<Trap>() {
+        Some(Trap::Interrupt) => return Error::Timeout(limits.deadline),
+        Some(Trap::StackOverflow) => return Error::StackOverflow,
+        _ => {}
+    }
+    let text = format!("{error:#}");
+    if shadow_stack_overflow(&text) {
+        return Error::StackOverflow;
+    }
+    let guest = String::from_utf8_lossy(&stderr.contents()).trim().to_owned();
+    if guest.is_empty() {
+        Error::Trap(format!("{error:#}"))
+    } else {
+        Error::Trap(format!("{error:#}; the component said: {guest}"))
+    }
+}
+
+/// Deep recursion in the guest usually exhausts its shadow stack (in linear memory, placed first),
+/// not wasm's own call stack: the stack pointer wraps below address 0 and the next access faults
+/// near 4 GiB. Wasmtime reports that as an out-of-bounds access, so recognise it by the address.
+fn shadow_stack_overflow(trap: &str) -> bool {
+    const MARK: &str = "memory fault at wasm address 0x";
+    trap.find(MARK).is_some_and(|i| {
+        let hex: String = trap[i + MARK.len()..]
+            .chars()
+            .take_while(char::is_ascii_hexdigit)
+            .collect();
+        u64::from_str_radix(&hex, 16).is_ok_and(|address| address >= 0xFFFF_0000)
+    })
+}
