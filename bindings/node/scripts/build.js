@@ -1,0 +1,70 @@
+// Builds gen/ from the component named by $LRO_WASM:
+//   gen/component.js, gen/component.d.ts, gen/interfaces/*.d.ts, gen/component.core*.wasm
+//                       jco's transpilation (async instantiation, so that each call can
+//                       instantiate a fresh instance with its own imports) and its declarations
+//   gen/types.json      the type table convert.js walks, read from ../../wit and checked
+//                       against the component (scripts/check.js)
+//   gen/lro.d.ts        the declarations of lro.js in the JSON form (package.json `types`), with
+//                       the defaults the component's `configuration.defaults` gives
+//   gen/source.json     which component gen/ came from, so that the tests can refuse a stale gen/
+import { spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const here = dirname(dirname(fileURLToPath(import.meta.url)));
+const wit = join(here, '..', '..', 'wit');
+
+function fail(message) {
+  console.error(message);
+  process.exit(1);
+}
+
+const wasm = process.env.LRO_WASM;
+if (!wasm) {
+  fail('LRO_WASM is not set: point it at the component, e.g. LRO_WASM=/tmp/lro.wasm '
+    + '(made by `lro component -o /tmp/lro.wasm`)');
+}
+if (!existsSync(wasm)) fail(`LRO_WASM=${wasm}: no such file (make it with \`lro component -o ${wasm}\`)`);
+const jco = join(here, 'node_modules', '.bin', 'jco');
+if (!existsSync(jco)) {
+  // Not `npm ci`: the lock file lacks jco's optional platform packages, so `npm ci` refuses it.
+  fail('jco is not installed: run `npm install` in bindings/node first');
+}
+
+const gen = join(here, 'gen');
+rmSync(gen, { recursive: true, force: true });
+const run = spawnSync(jco, ['transpile', wasm, '-o', gen, '--name', 'component', '--instantiation', 'async', '--quiet'],
+  { stdio: 'inherit' });
+if (run.status !== 0) fail(`jco transpile ${wasm} failed (exit ${run.status ?? run.signal})`);
+
+// Imported only now: they need jco, and lro.js reads what is written below.
+const { readWit } = await import('./wit.js');
+const { checkTable } = await import('./check.js');
+const { declarations } = await import('./dts.js');
+
+let table;
+try {
+  table = readWit(wit);
+  await checkTable(table, wasm, gen);
+} catch (e) {
+  fail(`${wit}: ${e.message}`);
+}
+writeFileSync(join(gen, 'types.json'), `${JSON.stringify(table, null, 1)}\n`);
+
+const { Lro, METHODS } = await import('../lro.js');
+const lro = new Lro({ gen });
+let defaults;
+try {
+  defaults = await lro.defaults();
+} catch (e) {
+  fail(`configuration.defaults failed: ${e.kind}: ${e.message}`);
+} finally {
+  lro.close();
+}
+writeFileSync(join(gen, 'lro.d.ts'), declarations({ table, methods: METHODS, defaults }));
+
+const sha256 = createHash('sha256').update(readFileSync(wasm)).digest('hex');
+writeFileSync(join(gen, 'source.json'), `${JSON.stringify({ wasm: resolve(wasm), sha256 }, null, 2)}\n`);
+console.error(`gen/ built from ${wasm} (sha256 ${sha256.slice(0, 12)}) and ${wit}`);

@@ -1,0 +1,192 @@
+"""The sandboxed call (docs/HOSTS.md, steps 2, 3 and 5): a fresh store and instance per call, at
+most one preopened directory, a deadline and a memory cap, events collected in order, and a trap
+turned into an LroError with a host kind and no wasmtime backtrace."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import tempfile
+import threading
+import time
+import weakref
+from typing import Any, Callable, NamedTuple, Optional
+
+from wasmtime import Config as EngineConfig
+from wasmtime import Engine, Store, WasiConfig, WasmtimeError
+from wasmtime.component import Component, FuncType, Linker
+
+from ._convert import lift, snake
+from ._directory import Unusable
+from ._errors import LroError
+
+PACKAGE = "lro:component"
+TICK = 0.01  # seconds per epoch tick; deadlines are counted in ticks
+STDERR_CAP = 64 * 1024
+
+
+class Function(NamedTuple):
+    """An exported function of the component: its parameters `[(name, ValType)]`, its result
+    type and where to find it."""
+
+    params: list
+    result: Any
+    index: Any
+
+
+def new_engine() -> Engine:
+    """An engine whose stores can be interrupted, with its epoch ticker running."""
+    cfg = EngineConfig()
+    cfg.epoch_interruption = True
+    engine = Engine(cfg)
+    _start_ticker(engine)
+    return engine
+
+
+class Sandbox:
+    """The component, its exported functions (by their Python names: `rewrite-tools` is
+    `rewrite_tools`) and a linker providing WASI and the `events` import. One sandbox may be
+    used by many threads at once: each call has its own store and instance."""
+
+    def __init__(self, engine: Engine, component: Component, path: str):
+        self._engine, self._component = engine, component
+        types = component.type
+        self.functions: dict = {}
+        for full, item in types.exports(engine).items():
+            if not full.startswith(f"{PACKAGE}/"):
+                continue
+            interface = component.get_export_index(full)
+            for name, export in item.ty.exports(engine).items():
+                if isinstance(export.ty, FuncType):
+                    index = component.get_export_index(name, interface)
+                    self.functions[snake(name)] = Function(export.ty.params, export.ty.result, index)
+        events = [name for name in types.imports(engine) if name.startswith(f"{PACKAGE}/events@")]
+        if len(events) != 1:
+            raise LroError("load", f"{path}: the component imports no {PACKAGE}/events interface: not an lro component")
+        self._event_type = types.imports(engine)[events[0]].ty.exports(engine)["emit"].ty.params[0][1]
+
+        self._scratch = tempfile.mkdtemp(prefix="lro-py-")  # private (0700): guest stderr files
+        weakref.finalize(self, shutil.rmtree, self._scratch, ignore_errors=True)
+        self._linker = Linker(engine)
+        self._linker.add_wasip2()
+        # The events of the call running on this thread (set per call).
+        self._local = threading.local()
+        with self._linker.root() as root:
+            with root.add_instance(events[0]) as instance:
+                instance.add_func("emit", self._emit)
+
+    def run(self, name: str, args: list, *, preopen: Optional[tuple], deadline: float, memory: int,
+            deliver: Callable[[dict], None]) -> Any:
+        """Calls the export `name` with `args` (already lowered) in a fresh store: `preopen` is
+        `(directory, writable)` or None. Every event is passed to `deliver`, in order, before
+        this returns or raises; the result is lifted to the JSON form."""
+        function = self.functions[name]
+        # Guest stderr goes to a file, read only when the call traps. (A Python callback,
+        # `stderr_custom`, is called from wasmtime's tokio threads, which then abort noisily at
+        # interpreter exit.) Stdout is left unconfigured, so it goes nowhere.
+        stderr_path = os.path.join(self._scratch, f"stderr-{threading.get_ident()}")
+        wasi = WasiConfig()
+        wasi.stderr_file = stderr_path
+        if preopen:
+            # The same absolute path inside as outside, so descriptor paths are real paths.
+            # wasmtime opens the directory here (prepare_dir checked that it can, but it may
+            # have changed since).
+            try:
+                wasi.preopen_dir(preopen[0], preopen[0], fs_mutable=preopen[1])
+            except WasmtimeError:
+                raise Unusable(f"offload directory {preopen[0]}: cannot open it") from None
+        store = Store(self._engine)
+        store.set_wasi(wasi)
+        store.set_limits(memory_size=memory)
+        store.set_epoch_deadline(max(1, round(deadline / TICK)))
+        self._local.events = []
+        raw = failure = None
+        try:
+            instance = self._linker.instantiate(store, self._component)
+            raw = instance.get_func(store, function.index)(store, *args)
+        except WasmtimeError as error:
+            # Only the message is kept, and the trap's traceback is dropped: wasmtime-py raises
+            # it from a frame that holds it in a local, so the traceback, through that frame
+            # and the one holding `store`, makes a reference cycle that would keep the trapped
+            # store's linear memory (up to the memory cap) alive until the cycle collector ran.
+            # Raising from in here would chain the trap to the LroError, with the same effect.
+            failure = trap_error(error, _head(stderr_path), deadline, memory)
+            error.__traceback__ = None
+        finally:
+            events, self._local.events = self._local.events, None
+            # Delivered before the call returns (or raises), in order.
+            for event in events:
+                deliver(event)
+        # Freed now, by reference counting, whatever the outcome.
+        store = instance = wasi = None
+        if failure is not None:
+            raise failure
+        return lift(function.result, raw)
+
+    def _emit(self, _store: Any, event: Any) -> None:
+        # Lifted now (the value is only valid during the call), delivered by run().
+        pending = getattr(self._local, "events", None)
+        if pending is not None:
+            pending.append(lift(self._event_type, event))
+
+
+def _duration(seconds: float) -> str:
+    """As Rust's Duration prints it (`1s`, `1.5s`, `10ms`), so messages match the Rust host's."""
+    return f"{seconds:g}s" if seconds >= 1 else f"{seconds * 1000:g}ms"
+
+
+def _head(path: str) -> bytes:
+    try:
+        with open(path, "rb") as f:
+            return f.read(STDERR_CAP)
+    except OSError:
+        return b""
+
+
+_MEMORY_FAULT = re.compile(r"memory fault at wasm address 0x([0-9a-f]+)")
+
+
+def trap_error(error: WasmtimeError, stderr: bytes, deadline: float, memory: int) -> LroError:
+    """A trap as an LroError with a host kind, without wasmtime's backtrace."""
+    text = str(error)
+    cause = text.split("Caused by:", 1)[-1].strip()
+    cause = " ".join(line.strip().split(": ", 1)[-1] if line.strip()[:1].isdigit() else line.strip()
+                     for line in cause.splitlines() if line.strip())
+    guest = stderr.decode("utf-8", "replace").strip()
+    if "wasm trap: interrupt" in text:
+        return LroError("timeout", f"limit exceeded: the call ran longer than its {_duration(deadline)} time limit and was stopped")
+    # wasmtime-py has no ResourceLimiter callback, so the host cannot see the cap being hit as
+    # the Rust host does. A refused allocation aborts the guest: with Rust's message on stderr,
+    # or, when even that cannot be printed (or the arguments themselves do not fit), with a bare
+    # `unreachable` and nothing on stderr; a panic always prints its message first.
+    silent_abort = "wasm `unreachable` instruction executed" in text and not guest
+    if "memory allocation of" in guest or silent_abort:
+        return LroError("memory-limit", f"limit exceeded: the call needed more than its {memory >> 20} MiB memory limit and was stopped")
+    fault = _MEMORY_FAULT.search(text)
+    # The guest's stack lives at the bottom of its 32-bit memory and grows down: running off
+    # it wraps to an address near or above 4 GiB.
+    if "call stack exhausted" in text or (fault and int(fault.group(1), 16) >= 0xFFFF0000):
+        return LroError("stack-overflow", "limit exceeded: the call stack overflowed (endless recursion, "
+                        "or nesting too deep) and the call was stopped")
+    message = f"the component trapped: {cause or text}"
+    if guest:
+        message += f"; the component said: {guest}"
+    return LroError("trap", message)
+
+
+def _start_ticker(engine: Engine) -> None:
+    """Advances the engine's epoch every TICK from a daemon thread, which ends with the engine.
+    Wasm runs with the GIL released (ctypes), so the ticker runs during a call."""
+    ref = weakref.ref(engine)
+
+    def tick() -> None:
+        while True:
+            time.sleep(TICK)
+            engine = ref()
+            if engine is None:
+                return
+            engine.increment_epoch()
+            del engine
+
+    threading.Thread(target=tick, name="lro-epoch", daemon=True).start()
