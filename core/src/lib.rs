@@ -1,8 +1,8 @@
 //! Large Result Offloading in plain Rust: the logic the `lro` WebAssembly component exports.
 //!
 //! This crate never calls WIT imports: the component (`guest/`) converts its WIT types to the
-//! ones here and passes events through a closure, so everything here runs and is tested natively
-//! too. Files are read and written with `std::fs`, which the component lowers to
+//! ones here and passes events through a closure, so everything here also runs, and is tested,
+//! as ordinary Rust. Files are read and written with `std::fs`, which the component lowers to
 //! `wasi:filesystem` inside the one directory the host preopened.
 //!
 //! Modules follow the WIT interfaces they implement:

@@ -1,4 +1,4 @@
-//! Where offload files are written and listed: `std::fs` natively; in the component,
+//! Where offload files are written and listed: `std::fs` in an ordinary build; in the component,
 //! `wasi:filesystem` descriptors directly. wasi-libc turns every failed stream write into a bare
 //! EIO ("I/O error") while a descriptor write returns the real error code, and its `readdir`
 //! costs an extra metadata call per entry.

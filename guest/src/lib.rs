@@ -1,7 +1,7 @@
 //! The LRO component: binds the `lro:component/lro` world to `lro-core`.
 //!
 //! Only the glue lives here: each exported function converts its arguments ([`convert`]), calls
-//! lro-core, and converts the answer back. The logic is in `lro-core`, which is tested natively.
+//! lro-core, and converts the answer back. The logic is in `lro-core`, which is tested as ordinary Rust.
 
 mod bindings {
     wit_bindgen::generate!({ path: "../wit", world: "lro" });

@@ -365,7 +365,7 @@ fn bare_descriptor_has_path_and_summary_only() {
 }
 
 #[test]
-fn native_guidance_points_to_lro_extract() {
+fn extract_tool_guidance_points_to_lro_extract() {
     let dir = tempfile::tempdir().unwrap();
     let mut cfg = config(dir.path(), 100);
     cfg.extract_tool = true;

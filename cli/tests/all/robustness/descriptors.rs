@@ -122,9 +122,9 @@ fn the_header_schema_and_recipes_describe_what_is_in_the_file() {
 }
 
 /// Defect 11: a null title failed recipe 3 although the recipes were documented as guarded;
-/// every recipe answers the same natively and as the shell command, with missing fields.
+/// every recipe answers the same through the extractor (`lro_extract`) and as the shell command, with missing fields.
 #[test]
-fn recipes_are_guarded_against_missing_fields_natively_and_in_the_shell() {
+fn recipes_are_guarded_against_missing_fields_in_the_extractor_and_in_the_shell() {
     let mut records = sample(lro_core::Detail::Full, 12, false);
     for (i, record) in records.iter_mut().enumerate() {
         let map = record.as_object_mut().unwrap();
@@ -181,7 +181,7 @@ fn recipes_are_guarded_against_missing_fields_natively_and_in_the_shell() {
         assert_eq!(descriptor["summary"]["detail"], detail_name(detail));
         for (i, recipe) in descriptor["jq_recipes"].as_array().unwrap().iter().enumerate() {
             let number = i as u32 + 1;
-            let native = RUNTIME
+            let extracted = RUNTIME
                 .extract(
                     &config,
                     &ExtractRequest {
@@ -201,19 +201,19 @@ fn recipes_are_guarded_against_missing_fields_natively_and_in_the_shell() {
                 "{detail:?} recipe {number}: {}",
                 String::from_utf8_lossy(&shell.stderr)
             );
-            let shell_values = jq_values(&String::from_utf8(shell.stdout).unwrap(), native.raw);
-            let native_values: Vec<Value> = native
+            let shell_values = jq_values(&String::from_utf8(shell.stdout).unwrap(), extracted.raw);
+            let extracted_values: Vec<Value> = extracted
                 .values
                 .iter()
                 .map(|v| {
-                    if native.raw {
+                    if extracted.raw {
                         Value::String(v.clone())
                     } else {
                         norm(serde_json::from_str(v).unwrap())
                     }
                 })
                 .collect();
-            assert_eq!(native_values, shell_values, "{detail:?} recipe {number}");
+            assert_eq!(extracted_values, shell_values, "{detail:?} recipe {number}");
         }
     }
 }
