@@ -75,25 +75,7 @@ fn jq16(path: &str, program: &str, slurp: bool, raw: bool, args: &[(&str, &str)]
         command.push_str(&format!(" --arg {k} '{v}'"));
     }
     command.push_str(&format!(" '{program}'"));
-    shell(&command, raw)
-}
-
-fn shell(command: &str, raw: bool) -> Vec<Value> {
-    assert_reference_jq();
-    let out = Command::new("sh").args(["-c", command]).output().unwrap();
-    assert!(
-        out.status.success(),
-        "{command}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let text = String::from_utf8(out.stdout).unwrap();
-    if raw {
-        return text.lines().map(|l| Value::String(l.to_owned())).collect();
-    }
-    serde_json::Deserializer::from_str(&text)
-        .into_iter::<Value>()
-        .map(|v| norm(v.unwrap()))
-        .collect()
+    shell_jq(&command, raw)
 }
 
 fn python() -> PathBuf {
@@ -179,7 +161,7 @@ fn every_recipe_matches_jq_1_6_and_jq_1_8_with_default_and_other_parameters() {
                 assert_eq!(result.raw, r.raw);
                 // jq 1.6, as the descriptor's command runs it (defaults) or with --arg (others).
                 let reference = match params {
-                    None => shell(&r.command, r.raw),
+                    None => shell_jq(&r.command, r.raw),
                     Some(_) => jq16(&path, &r.program, r.slurp, r.raw, &args),
                 };
                 assert_eq!(got, reference, "{detail:?} recipe {} {params:?} vs jq 1.6", r.number);

@@ -35,20 +35,6 @@ fn parse_command(command: &str) -> (bool, String) {
     (slurp, program)
 }
 
-fn run_jq(command: &str) -> Vec<Value> {
-    assert_reference_jq();
-    let out = Command::new("sh").args(["-c", command]).output().unwrap();
-    assert!(
-        out.status.success(),
-        "{command}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::Deserializer::from_slice(&out.stdout)
-        .into_iter::<Value>()
-        .map(|v| norm(v.unwrap()))
-        .collect()
-}
-
 fn check_generic(case: &str, dir: &Path, expected: &Value, original_data: &Value, descriptor: &Value) {
     assert_eq!(descriptor["offloaded"], true, "{case}");
     let inline = expected["inline"].as_object().unwrap();
@@ -154,7 +140,7 @@ fn check_generic(case: &str, dir: &Path, expected: &Value, original_data: &Value
         .collect();
     for (name, command) in descriptor["jq_recipes"].as_object().unwrap() {
         let command = command.as_str().unwrap();
-        let jq_values = run_jq(command);
+        let jq_values = shell_jq(command, false);
         let (slurp, program) = parse_command(command);
         let file = files.iter().find(|f| command.contains(*f)).unwrap();
         // Through the `lro extract` command, as a user (or a host's test) runs it.

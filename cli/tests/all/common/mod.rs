@@ -117,3 +117,23 @@ pub fn assert_reference_jq() {
         "the comparisons are with the system jq 1.6 (`apt-get install jq` on Debian 12)"
     );
 }
+
+/// Runs a shell command that ends in the reference jq (a descriptor's recipe, as an agent would
+/// run it) and returns its output values: lines as strings when `raw`, else the JSON values.
+pub fn shell_jq(command: &str, raw: bool) -> Vec<Value> {
+    assert_reference_jq();
+    let out = Command::new("sh").args(["-c", command]).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{command}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    if raw {
+        return text.lines().map(|l| Value::String(l.to_owned())).collect();
+    }
+    serde_json::Deserializer::from_str(&text)
+        .into_iter::<Value>()
+        .map(|v| norm(v.unwrap()))
+        .collect()
+}
