@@ -54,8 +54,11 @@ const describeValue = (v) => {
 const isObject = (v) => v !== null && typeof v === 'object' && !Array.isArray(v);
 
 /** `; did you mean "threshold_tokens"?` for a key that is one word of a known one. */
+/** Keys renamed to the spec's names, old → new: the same table in every host. */
+export const RENAMED = Object.freeze({ threshold: 'threshold_tokens', ttl: 'ttl_seconds', dir: 'output_dir', native: 'extract_tool' });
+
 function suggestion(key, known) {
-  const near = known.filter((k) => k.split('_').includes(key) || k === snake(key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)));
+  const near = known.filter((k) => k === RENAMED[key] || k.split('_').includes(key) || k === snake(key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)));
   return near.length ? `; did you mean ${near.map((k) => `"${k}"`).join(' or ')}?` : '';
 }
 
@@ -256,11 +259,12 @@ export class Shapes {
     const def = this.type(this.configType);
     const hostOnly = HOST_ONLY.map(snake);
     for (const key of hostOnly) {
-      if (key in partial) throw new LroError(k, `config.${key}: set by the host, never by callers`);
+      // Absent, undefined or null is no value; any other is refused, as in every host.
+      if (partial[key] != null) throw new LroError(k, `config.${key}: set by the host, never by callers`);
     }
     const known = def.fields.map((f) => snake(f.name)).filter((key) => !hostOnly.includes(key));
     for (const key of Object.keys(partial)) {
-      if (!known.includes(key)) {
+      if (!known.includes(key) && !hostOnly.includes(key)) {
         throw new LroError(k, `config: unknown field "${key}" (known: ${known.join(', ')})${suggestion(key, known)}`);
       }
     }

@@ -37,7 +37,7 @@ function osError(e) {
  *
  * A directory owned by another user, or writable by group or others, is refused: another local
  * user could read what is offloaded there, or plant files and links in it. The messages are the
- * Rust host's (host/src/lib.rs, `prepare_dir`).
+ * Rust host's (host/src/dir.rs, `prepare_dir`).
  */
 export function prepareDir(given, create) {
   const absolute = absoluteDir(given);

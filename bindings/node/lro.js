@@ -19,7 +19,7 @@ const here = dirname(fileURLToPath(import.meta.url));
 const MiB = 2 ** 20;
 const PAGE = 64 * 1024;
 
-/** Defaults of the Rust host (host/src/lib.rs, `Options`). */
+/** Defaults of the Rust host (host/src/options.rs, `Options`). */
 export const DEFAULTS = Object.freeze({
   timeout: 10_000, // ms: every call but the filter calls
   filterTimeout: 1_000, // ms: the filter calls (extract, callTool, query), which run user filters
@@ -49,7 +49,8 @@ export const METHODS = Object.freeze({
   callTool: { fn: 'extractor/call-tool', dir: 'read', limits: 'filter', absent: { arguments: '{}' } },
   query: { fn: 'extractor/query', dir: 'none', limits: 'filter', kinds: { filter: 'invalid-filter' }, options: ['slurp', 'raw', 'limit'] },
   sweep: { fn: 'custodian/sweep', dir: 'sweep' },
-  defaults: { fn: 'configuration/defaults', dir: 'none' },
+  // Under the standard deadline: a caller's tiny timeout must not fail every call's defaults.
+  defaults: { fn: 'configuration/defaults', dir: 'none', deadline: 'standard' },
 });
 
 /**
@@ -241,7 +242,7 @@ export class Lro {
     const config = at === -1 ? null : shapes.config(given[at], await this.defaults());
     const args = shapes.args(method.fn, given, method.kinds, config);
     const limits = method.limits ?? 'io';
-    let how = { dir: null, readOnly: true, limits };
+    let how = { dir: null, readOnly: true, limits, deadline: method.deadline };
     if (config && method.dir === 'none') {
       // The directory is checked by the component but never opened: no preopen.
       args[at] = { ...config, outputDir: absoluteDir(config.outputDir) };
@@ -275,11 +276,11 @@ export class Lro {
     return run;
   }
 
-  async #run(fn, args, { dir, readOnly, limits }) {
+  async #run(fn, args, { dir, readOnly, limits, deadline }) {
     const worker = await this.#ensureWorker();
     const o = this.#options;
     const filter = limits === 'filter';
-    const timeout = filter ? o.filterTimeout : o.timeout;
+    const timeout = deadline === 'standard' ? DEFAULTS.timeout : filter ? o.filterTimeout : o.timeout;
     return new Promise((resolve, reject) => {
       const id = this.#nextId++;
       // The deadline starts here, with the worker ready: starting a thread and loading the

@@ -21,7 +21,7 @@ pub enum ConfigError {
         message: String,
     },
     /// The file names a key this version does not know.
-    #[error("unknown key prompt.offload.{key} in {file}; known keys: {known}", known = KEYS.join(", "))]
+    #[error("unknown key prompt.offload.{key} in {file}{hint}; known keys: {known}", hint = renamed_hint(key), known = KEYS.join(", "))]
     Unknown {
         /// The key.
         key: String,
@@ -59,12 +59,29 @@ enum Raw<'a> {
     Text(&'a str),
 }
 
+/// Keys renamed to the spec's names, old name first: every host names the new one when it meets
+/// the old (Python and Node keep the same table).
+pub const RENAMED: [(&str, &str); 4] = [
+    ("threshold", "threshold_tokens"),
+    ("ttl", "ttl_seconds"),
+    ("dir", "output_dir"),
+    ("native", "extract_tool"),
+];
+
+fn renamed_hint(key: &str) -> String {
+    RENAMED
+        .iter()
+        .find(|(old, _)| *old == key)
+        .map(|(_, new)| format!(" (now {new})"))
+        .unwrap_or_default()
+}
+
 /// A value given on the command line for one key.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Flag {
     /// The key under `[prompt.offload]`, one of [`KEYS`].
     pub key: &'static str,
-    /// The flag as the user typed it (`--threshold`), for error messages.
+    /// The flag's long name (`--threshold-tokens`, also for its short alias), for error messages.
     pub name: &'static str,
     /// The value, as text; parsed like an environment variable's.
     pub value: String,
@@ -86,6 +103,17 @@ pub fn load(
         let var = env_var(key);
         if let Some(value) = env(&var) {
             set(&mut config, key, Raw::Text(&value), &var)?;
+        }
+    }
+    // A variable under an old name would otherwise be ignored without a word.
+    for (old, new) in RENAMED {
+        let var = env_var(old);
+        if env(&var).is_some() {
+            return Err(ConfigError::Invalid {
+                key: old.to_owned(),
+                source_name: var,
+                message: format!("renamed: set {} instead", env_var(new)),
+            });
         }
     }
     for flag in flags {
@@ -176,7 +204,7 @@ fn set(config: &mut Config, key: &str, raw: Raw<'_>, source: &str) -> Result<(),
         "enabled" => config.enabled = boolean()?,
         "extract_tool" => config.extract_tool = boolean()?,
         "threshold_tokens" => config.threshold_tokens = number(u64::from(u32::MAX))? as u32,
-        "ttl_seconds" => config.ttl_seconds = number(u64::MAX / 1000)?,
+        "ttl_seconds" => config.ttl_seconds = number(u64::MAX)?,
         "max_bytes" => config.max_bytes = number(u64::MAX)?,
         "max_files" => config.max_files = number(u64::from(u32::MAX))? as u32,
         "output_dir" => config.output_dir = string()?,
@@ -346,13 +374,25 @@ mod tests {
         let file = write("[prompt.offload]\ndescriptor = \"rich\"\n");
         let err = load(base(), Some(file.path()), &|_| None, &[]).unwrap_err().to_string();
         assert!(err.ends_with("expected \"full\" or \"bare\", got \"rich\""), "{err}");
-        // The WIT's short names are not configuration keys: the spec's names are.
-        for old in ["threshold", "ttl", "dir", "native"] {
+        // The old short names are not configuration keys, and the error names the spec's.
+        for (old, new) in RENAMED {
             let file = write(&format!("[prompt.offload]\n{old} = 5\n"));
             let err = load(base(), Some(file.path()), &|_| None, &[]).unwrap_err().to_string();
             assert!(
                 err.starts_with(&format!("unknown key prompt.offload.{old} in")),
                 "{err}"
+            );
+            assert!(err.contains(&format!(" (now {new}); known keys: ")), "{err}");
+            let var = env_var(old);
+            let err = load(base(), None, &|k| (k == var).then(|| "1".to_owned()), &[])
+                .unwrap_err()
+                .to_string();
+            assert_eq!(
+                err,
+                format!(
+                    "prompt.offload.{old} (from {var}): renamed: set {} instead",
+                    env_var(new)
+                )
             );
         }
         let file = write("[prompt.offload\n");

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 pub use crate::bindings::lro::component::types::Error as ComponentError;
 
-/// Errors from [`Runtime`] calls.
+/// Errors from [`Runtime`](crate::Runtime) calls.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// The component returned one of its documented errors (WIT `types.error`).

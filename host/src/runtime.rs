@@ -147,6 +147,7 @@ impl Runtime {
     /// directory that cannot be used (see [`Runtime::intercept`]) degrades the result, as any
     /// failed write does: it never fails the call.
     pub fn offload(&self, config: &Config, request: &Request) -> Result<Outcome, Error> {
+        caller_config(config)?;
         let (config, perms) = writable_dir(config);
         let outcome = self.call(&config, perms, self.io_limits(), |store, lro| {
             lro.lro_component_interceptor().call_offload(store, &config, request)
@@ -163,6 +164,7 @@ impl Runtime {
     /// opened), nothing is written and the result degrades to the truncated inline fallback with
     /// an `offload-write-failed` event naming the reason: a failed write never fails the call.
     pub fn intercept(&self, config: &Config, call: &ToolCall) -> Result<ToolOutcome, Error> {
+        caller_config(config)?;
         let (config, perms) = writable_dir(config);
         let outcome = self.call(&config, perms, self.io_limits(), |store, lro| {
             lro.lro_component_interceptor().call_intercept(store, &config, call)
@@ -177,6 +179,7 @@ impl Runtime {
 
     /// Deletes expired files in `config.output_dir` (`custodian.sweep`); `now_ms` is the current time.
     pub fn sweep(&self, config: &Config, now_ms: u64) -> Result<SweepReport, Error> {
+        caller_config(config)?;
         let (config, perms) = prepare_dir(config, false)?;
         self.call(&config, perms, self.io_limits(), |store, lro| {
             lro.lro_component_custodian().call_sweep(store, &config, now_ms)
@@ -187,6 +190,7 @@ impl Runtime {
     /// through [`Runtime::intercept`] (`interceptor.rewrite-tools`): no `outputSchema` on tools
     /// whose results may be offloaded, and `lro_extract` appended when `config.extract_tool`.
     pub fn rewrite_tools(&self, config: &Config, tools: &str) -> Result<String, Error> {
+        caller_config(config)?;
         let (config, tools) = (absolute_dir(config), tools.to_owned());
         self.call_without_files(|store, lro| {
             lro.lro_component_interceptor()
@@ -203,6 +207,7 @@ impl Runtime {
     /// Runs `lro_extract` from a `tools/call` request's `arguments` (JSON text), as
     /// [`Runtime::extract`] does (`extractor.call-tool`).
     pub fn call_tool(&self, config: &Config, arguments: &str) -> Result<ExtractResult, Error> {
+        caller_config(config)?;
         let (config, _) = prepare_dir(config, false)?;
         let arguments = arguments.to_owned();
         self.call(&config, FsPerms::ReadOnly, self.filter_limits(), |store, lro| {
@@ -214,6 +219,7 @@ impl Runtime {
     /// `lro_extract` tool). The offload directory is mounted read-only for it, under the filter
     /// limits ([`Options::filter_deadline`], [`Options::filter_memory`]).
     pub fn extract(&self, config: &Config, request: &ExtractRequest) -> Result<ExtractResult, Error> {
+        caller_config(config)?;
         let (config, _) = prepare_dir(config, false)?;
         self.call(&config, FsPerms::ReadOnly, self.filter_limits(), |store, lro| {
             lro.lro_component_extractor().call_extract(store, &config, request)
@@ -240,6 +246,7 @@ impl Runtime {
 
     /// The ten recipes for `detail`, with `file` in the shell commands (`interceptor.recipes`).
     pub fn recipes(&self, config: &Config, detail: Detail, file: Option<&str>) -> Result<Vec<Recipe>, Error> {
+        caller_config(config)?;
         let config = absolute_dir(config);
         self.call_without_files(|store, lro| {
             lro.lro_component_interceptor()
@@ -252,7 +259,15 @@ impl Runtime {
     /// [`default_output_dir`](crate::default_output_dir)). Layer a user's configuration over it
     /// with [`config::load`](crate::config::load).
     pub fn defaults(&self) -> Result<Config, Error> {
-        self.call_without_files(|store, lro| Ok(Ok(lro.lro_component_configuration().call_defaults(store)?)))
+        // Under the standard limits: a caller's tiny deadline must not fail every call's defaults.
+        let standard = Options::default();
+        let limits = Limits {
+            deadline: standard.deadline,
+            memory: standard.memory,
+        };
+        self.run(WasiCtxBuilder::new(), limits, |store, lro| {
+            Ok(Ok(lro.lro_component_configuration().call_defaults(store)?))
+        })
     }
 
     /// The component's token estimate of `text` (`interceptor.estimate`).
@@ -334,6 +349,17 @@ impl Runtime {
             Ok(Err(error)) => Err(Error::Component(error)),
             Err(error) => Err(trap_error(error, limits, store.data().limiter.hit, &stderr)),
         }
+    }
+}
+
+/// `config.dir_problem` is the host's to set (docs/HOSTS.md, step 1): every host refuses it from a
+/// caller, with the same message.
+fn caller_config(config: &Config) -> Result<(), Error> {
+    match config.dir_problem {
+        None => Ok(()),
+        Some(_) => Err(Error::Component(ComponentError::InvalidConfig(
+            "config.dir_problem: set by the host, never by callers".into(),
+        ))),
     }
 }
 

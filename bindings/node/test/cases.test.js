@@ -17,7 +17,7 @@ requireComponent();
 
 // ---- jq cases ------------------------------------------------------------------------------
 
-/** jq's test format, as host/tests/jq_cases.rs reads it. */
+/** jq's test format, as cli/tests/all/jq_cases.rs reads it. */
 function parseJqCases(file) {
   const lines = readFileSync(join(CASES, 'jq', file), 'utf8').split('\n');
   const cases = [];

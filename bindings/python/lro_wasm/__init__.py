@@ -177,7 +177,7 @@ class Lro:
             raise bad("config", "an object", cfg)
         cfg = cfg or {}
         if cfg.get(DIR_PROBLEM) is not None:
-            raise LroError("invalid-config", f"config.{DIR_PROBLEM}: set by the host, not by callers")
+            raise LroError("invalid-config", f"config.{DIR_PROBLEM}: set by the host, never by callers")
         error = unknown_fields("config", cfg, field_names(self._config_type))
         if error is not None:
             raise error

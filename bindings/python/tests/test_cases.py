@@ -19,7 +19,7 @@ from lro_wasm import HOST_KINDS, LroError
 
 
 def parse_jq_cases(path):
-    """jq's test format, parsed as host/tests/jq_cases.rs does."""
+    """jq's test format, parsed as cli/tests/all/jq_cases.rs does."""
     cases = []
     lines = path.read_text().splitlines()
     i = 0

@@ -2,9 +2,10 @@
 
 use std::collections::{HashMap, HashSet};
 use std::os::unix::fs::PermissionsExt;
+use std::time::Duration;
 
 use crate::common::*;
-use lro_host::{ComponentError, DescriptorStyle, Detail, Error, Event, Operation, Options, Outcome, Request};
+use lro_host::{ComponentError, Config, DescriptorStyle, Detail, Error, Event, Operation, Options, Outcome, Request};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -518,4 +519,34 @@ fn a_path_that_is_not_a_directory_degrades_the_result_and_never_fails_the_call()
         matches!(&err, Error::Directory { message, .. } if message == "not a directory"),
         "{err}"
     );
+}
+
+/// `dir_problem` is the host's to set: a caller's is refused, with the message every host gives.
+#[test]
+fn a_callers_dir_problem_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = Config {
+        dir_problem: Some("mine".into()),
+        ..config(dir.path(), 100)
+    };
+    let err = RUNTIME
+        .offload(&config, &request(Operation::List, None, &[json!({"id": "1"})]))
+        .unwrap_err();
+    assert_eq!(err.kind(), "invalid-config");
+    assert_eq!(
+        err.to_string(),
+        "invalid config: config.dir_problem: set by the host, never by callers"
+    );
+    assert!(names(dir.path()).is_empty(), "nothing is written");
+}
+
+/// The defaults run under the standard limits: a caller's tiny deadline fails its own calls,
+/// not the defaults every call starts from.
+#[test]
+fn the_defaults_ignore_a_callers_tiny_deadline() {
+    let tiny = RUNTIME.with_options(Options {
+        deadline: Duration::from_nanos(1),
+        ..RUNTIME.options().clone()
+    });
+    assert_eq!(tiny.defaults().unwrap(), defaults());
 }

@@ -193,7 +193,10 @@ fn a_bad_config_value_names_the_key_and_exits_2() {
     );
     let out = lro(&["offload", "--threshold", "many"], "[]", &[]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(stderr(&out).contains("--threshold"), "{}", stderr(&out));
+    assert_eq!(
+        stderr(&out),
+        "lro: prompt.offload.threshold_tokens (from --threshold-tokens): expected a whole number from 0 to 4294967295, got \"many\"\n"
+    );
 }
 
 #[test]

@@ -2,7 +2,7 @@
 //! written the way jq writes it (numbers, escapes), errors that say where, and no way to hang
 //! the caller through `halt` or deep input.
 //!
-//! Known differences from jq 1.6 are listed in the README ("jq compatibility").
+//! Known differences from jq 1.6 are listed in docs/JQ.md.
 //!
 //! The layers, as jaq's own crates split them: `defs.jq` holds the definitions written in jq,
 //! `builtins` the Rust-defined builtins they call, `tabular` `@tsv` and `@csv`, and `write`

@@ -10,6 +10,7 @@ Run `python3 tests/cases/host/generate.py`, then bless, then review the diff of 
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -144,8 +145,8 @@ def main():
         config={"threshold_tokens": 500, "descriptor": "bare"},
     )
     case(
-        "offload-native",
-        "native hosts: guidance points to lro_extract instead of shell commands",
+        "offload-extract-tool",
+        "a host offering lro_extract (extract_tool): guidance points to it instead of to shell commands",
         [offload(text("host/inputs/medium-60.json"), detail="medium")],
         config={"threshold_tokens": 500, "extract_tool": True},
     )
@@ -394,7 +395,7 @@ def main():
 
     for old_case in HERE.glob("*/case.json"):
         if old_case.parent.name not in cases and old_case.parent.name not in HAND_WRITTEN:
-            old_case.unlink()
+            shutil.rmtree(old_case.parent)
     for name, value in cases.items():
         (HERE / name).mkdir(exist_ok=True)
         (HERE / name / "case.json").write_text(json.dumps(value, indent=1, ensure_ascii=False) + "\n")
