@@ -20,12 +20,7 @@ pub(crate) fn writable_dir(config: &Config) -> (Config, FsPerms) {
             let config = Config {
                 dir_problem: Some(problem),
                 // The component checks that the path is absolute before it degrades.
-                output_dir: std::path::absolute(resolved(&config.output_dir))
-                    .ok()
-                    .and_then(|p| p.to_str().map(str::to_owned))
-                    .filter(|d| d.starts_with('/'))
-                    .unwrap_or_else(|| "/".to_owned()),
-                ..config.clone()
+                ..absolute_dir(config)
             };
             (config, FsPerms::ReadOnly)
         }
@@ -54,19 +49,23 @@ fn resolved(output_dir: &str) -> PathBuf {
 }
 
 /// The config with `output_dir` absolute ([`default_output_dir`] when it is empty), for the
-/// calls that check the config but open no file (`recipes`, `rewrite_tools`): nothing is
-/// created or checked.
+/// calls that check the config but open no file (`recipes`, `rewrite_tools`) and for a directory
+/// found unusable: nothing is created or checked. A path that cannot be made absolute UTF-8
+/// becomes `/`, which the component accepts and no call opens.
 pub(crate) fn absolute_dir(config: &Config) -> Config {
-    let dir = resolved(&config.output_dir);
-    let dir = std::path::absolute(&dir).unwrap_or(dir);
+    let output_dir = std::path::absolute(resolved(&config.output_dir))
+        .ok()
+        .and_then(|p| p.to_str().map(str::to_owned))
+        .filter(|d| d.starts_with('/'))
+        .unwrap_or_else(|| "/".to_owned());
     Config {
-        output_dir: dir.to_string_lossy().into_owned(),
+        output_dir,
         ..config.clone()
     }
 }
 
-/// Makes `config.output_dir` (or [`default_output_dir`] when it is empty) an existing, absolute, canonical directory that only this user can write
-/// to; returns the config with that path (so descriptors carry real host paths) and the
+/// Makes `config.output_dir` (or [`default_output_dir`] when it is empty) an existing, absolute,
+/// canonical directory that only this user can write to; returns the config with that path (so descriptors carry real host paths) and the
 /// permissions to mount it with: read-only when its mode has no write bit at all, so a directory
 /// made read-only is honoured even for root. A directory owned by another user, or writable by
 /// group or others, is refused: another local user could read what is offloaded there, or plant
