@@ -53,6 +53,10 @@ pub enum Command {
     },
     /// Print deterministic sample MIF records (a JSON array) for demos and tests.
     Sample(SampleArgs),
+    /// Put LRO in front of an MCP server: speak MCP over stdio to the client, forward to the
+    /// server (a command, or a streamable HTTP URL), offload large tool results, and serve
+    /// `lro_extract` and the offloaded files as resources (docs/PROXY.md).
+    Proxy(ProxyArgs),
     /// Measure offload, extraction, instantiation and descriptor sizes against the same code
     /// compiled to machine code and the system jq; print a Markdown report (build with
     /// --release for real figures).
@@ -72,7 +76,7 @@ pub struct BenchArgs {
     #[arg(long)]
     pub quick: bool,
     /// Run one section only.
-    #[arg(long, value_parser = ["offload", "extract", "calls", "descriptors"])]
+    #[arg(long, value_parser = ["offload", "extract", "calls", "descriptors", "proxy"])]
     pub only: Option<String>,
 }
 
@@ -132,6 +136,41 @@ impl ConfigArgs {
                 })
             })
             .collect()
+    }
+}
+
+#[derive(Args)]
+#[command(group = clap::ArgGroup::new("upstream").required(true).args(["url", "command"]))]
+pub struct ProxyArgs {
+    #[command(flatten)]
+    pub config: ConfigArgs,
+    /// Descriptor style, full or bare (descriptor).
+    #[arg(long, value_name = "STYLE")]
+    pub descriptor: Option<String>,
+    /// The upstream server's streamable HTTP endpoint (http or https).
+    #[arg(long, value_name = "URL", conflicts_with = "command")]
+    pub url: Option<String>,
+    /// A header for every HTTP request to --url, "NAME: VALUE" (repeatable), e.g.
+    /// "Authorization: Bearer TOKEN".
+    #[arg(long = "header", value_name = "NAME: VALUE", requires = "url")]
+    pub headers: Vec<String>,
+    /// The upstream server's command and arguments, after `--`.
+    #[arg(last = true, value_name = "COMMAND")]
+    pub command: Vec<String>,
+}
+
+impl ProxyArgs {
+    /// The configuration flags given.
+    pub fn flags(&self) -> Vec<Flag> {
+        let mut flags = self.config.flags();
+        if let Some(style) = &self.descriptor {
+            flags.push(Flag {
+                key: "descriptor",
+                name: "--descriptor",
+                value: style.clone(),
+            });
+        }
+        flags
     }
 }
 

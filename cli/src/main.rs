@@ -49,6 +49,7 @@ fn run(cli: &Cli) -> anyhow::Result<()> {
         Command::Component { output } => cmd::component::run(output.as_deref()),
         Command::Sample(args) => cmd::sample::run(args),
         Command::Bench(args) => cmd::bench::run(args),
+        Command::Proxy(args) => cmd::proxy::run(cli, args),
     }
 }
 

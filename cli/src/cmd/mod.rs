@@ -4,6 +4,7 @@ pub mod bench;
 pub mod component;
 pub mod extract;
 pub mod offload;
+pub mod proxy;
 pub mod query;
 pub mod recipes;
 pub mod sample;

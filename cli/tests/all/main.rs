@@ -11,6 +11,7 @@ mod fuzz_calls;
 mod fuzz_replay;
 mod jq_cases;
 mod mcp_cases;
+mod proxy;
 mod recipes_jq;
 mod robustness;
 mod shared_cases;

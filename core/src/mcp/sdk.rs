@@ -11,18 +11,20 @@ pub(super) enum Data {
 }
 
 /// The data of a result, as the SDKs send it: structured content (unwrapped when it is a
-/// single-key wrapper of JSON text, as the Python SDK makes of a tool returning `str`), else the
-/// text content parsed as JSON, else one JSON value per text block (the Python SDK's shape for
-/// a tool returning a list), else plain text.
+/// single-key wrapper of text, as the Python SDK makes of a tool returning `str` and the
+/// reference servers of every text result: the text's JSON, or the text itself when it is not
+/// JSON), else the text content parsed as JSON, else one JSON value per text block (the Python
+/// SDK's shape for a tool returning a list), else plain text.
 pub(super) fn data_of(structured: Option<&Value>, blocks: &[&str], text: &str) -> Data {
     let parsed = |t: &str| serde_json::from_str::<Value>(t).ok();
     if let Some(value) = structured {
-        if let Some(inner) = wrapped_text(value).and_then(parsed)
-            && (inner.is_array() || inner.is_object())
-        {
-            return Data::Json(inner);
-        }
-        return Data::Json(value.clone());
+        return match wrapped_text(value) {
+            Some(inner) => match parsed(inner).filter(|v| v.is_array() || v.is_object()) {
+                Some(json) => Data::Json(json),
+                None => Data::Text(inner.to_owned()),
+            },
+            None => Data::Json(value.clone()),
+        };
     }
     if let Some(v) = parsed(text).filter(|v| v.is_array() || v.is_object()) {
         return Data::Json(v);

@@ -165,3 +165,20 @@ write(
     {"content": [{"type": "image", "data": "iVBORw0KGgo" + "A" * 2000, "mimeType": "image/png"}, {"type": "text", "text": sentence(300)}]},
     {"outcome": "unchanged", "reason": "non-text-content"},
 )
+
+# A directory listing as the reference server-filesystem sends it: plain text lines, repeated as
+# a single-key structured wrapper `{"content": "<text>"}`. The wrapper is unwrapped to the text,
+# one record per line (not one record holding the whole text).
+listing = "\n".join(f"[{'DIR' if i % 6 == 0 else 'FILE'}] {WORDS[i % len(WORDS)]}_{i}{'' if i % 6 == 0 else '.txt'}" for i in range(120))
+write(
+    "filesystem_listing",
+    {"tool": "list_directory", "arguments": {"path": "/srv/data"}, "threshold": 300},
+    {"content": [{"type": "text", "text": listing}], "structuredContent": {"content": listing}},
+    {
+        "outcome": "offloaded",
+        "kind": "generic",
+        "inline": {},
+        "sections": {"lines": {"count": 120, "required": ["n", "text"], "types": {"n": "integer", "text": "string"}}},
+        "recipes": ["list_all_lines", "count_lines", "first_10_lines", "search_text_lines"],
+    },
+)

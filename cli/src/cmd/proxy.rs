@@ -1,0 +1,43 @@
+//! `lro proxy`: runs `lro_cli::proxy` on stdin/stdout in front of a child process or an HTTP
+//! endpoint. stdout carries only protocol; everything the proxy says goes to stderr.
+
+use anyhow::Context;
+use lro_cli::proxy::{self, Ending, Settings, http, upstream};
+use reqwest::header::HeaderMap;
+
+use crate::flags::{Cli, ProxyArgs};
+
+pub fn run(cli: &Cli, args: &ProxyArgs) -> anyhow::Result<()> {
+    let runtime = crate::runtime(cli)?;
+    let config = crate::config(&runtime, args.config.config.as_deref(), &args.flags())?;
+    let settings = Settings::prepare(runtime, config).context("preparing the offload directory")?;
+    let mut headers = HeaderMap::new();
+    for text in &args.headers {
+        let (name, value) = http::parse_header(text)?;
+        headers.append(name, value);
+    }
+    let tokio = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    let ending = tokio.block_on(async {
+        let link = match &args.url {
+            Some(url) => http::connect(url, headers)?,
+            None => upstream::spawn(&args.command)?,
+        };
+        anyhow::Ok(proxy::serve(settings, link, tokio::io::stdin(), tokio::io::stdout()).await)
+    })?;
+    // Reading stdin blocks a thread that cannot be cancelled: leave without waiting for it.
+    let code = match ending {
+        Ending::ClientClosed => 0,
+        Ending::UpstreamDied(reason) => {
+            eprintln!("lro proxy: {reason}; stopping");
+            1
+        }
+        Ending::Refused(reason) => {
+            eprintln!("lro proxy: {reason}");
+            2
+        }
+    };
+    std::process::exit(code)
+}

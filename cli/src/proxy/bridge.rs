@@ -1,0 +1,101 @@
+//! A 2026-07-28 client in front of a server that knows only the older `initialize` handshake
+//! (every reference server today): the proxy answers the client's `server/discover` itself,
+//! after doing the handshake with the server on the client's behalf, and from then on stamps
+//! what the client's version requires on each result (`resultType`, and the cache hints of
+//! list and read results). Requests go to the server as the client sent them: the older
+//! protocol ignores the `_meta` keys it does not know.
+
+use serde_json::{Map, Value, json};
+
+use super::message::{self, META_CLIENT_CAPABILITIES};
+use super::{Pending, Relay};
+
+/// The version the proxy speaks to such a server.
+const LEGACY_VERSION: &str = "2025-11-25";
+/// The client's version the proxy answers for.
+const MODERN_VERSION: &str = "2026-07-28";
+const META_CLIENT_INFO: &str = "io.modelcontextprotocol/clientInfo";
+const META_SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
+
+/// The upstream refused `server/discover` (`refusal`): initialise it with the client's
+/// capabilities and name from the discover request's `_meta`.
+pub fn start(relay: &mut Relay, client_id: String, meta: Option<Value>, refusal: Vec<u8>) {
+    let meta = meta.unwrap_or_default();
+    let mut capabilities = meta
+        .get(META_CLIENT_CAPABILITIES)
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_default();
+    message::mark_proxy(&mut capabilities);
+    let mut client_info = meta
+        .get(META_CLIENT_INFO)
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_else(|| {
+            json!({"name": "lro-proxy", "version": env!("CARGO_PKG_VERSION")})
+                .as_object()
+                .cloned()
+                .unwrap_or_default()
+        });
+    client_info.insert("proxy".into(), Value::Bool(true));
+    let params = json!({"protocolVersion": LEGACY_VERSION, "capabilities": capabilities, "clientInfo": client_info});
+    relay.own_ids += 1;
+    let id = format!("lro-proxy-{}", relay.own_ids);
+    relay
+        .pending
+        .insert(format!("\"{id}\""), Pending::Bridge { client_id, refusal });
+    relay.to_upstream(message::request(&id, "initialize", &params));
+}
+
+/// The upstream's `initialize` result: finish its handshake and answer the client's
+/// `server/discover` with the same server, as 2026-07-28 describes it.
+pub fn finish(relay: &mut Relay, client_id: &str, result: &str) {
+    let result: Map<String, Value> = serde_json::from_str(result).unwrap_or_default();
+    relay.to_upstream(message::notification("notifications/initialized", None));
+    relay.session.bridged = true;
+    let mut discover = Map::new();
+    discover.insert("resultType".into(), json!("complete"));
+    discover.insert("supportedVersions".into(), json!([MODERN_VERSION]));
+    let mut capabilities = result
+        .get("capabilities")
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_default();
+    capabilities.entry("tools").or_insert_with(|| json!({}));
+    capabilities.entry("resources").or_insert_with(|| json!({}));
+    discover.insert("capabilities".into(), Value::Object(capabilities));
+    if let Some(instructions) = result.get("instructions") {
+        discover.insert("instructions".into(), instructions.clone());
+    }
+    discover.insert("ttlMs".into(), json!(0));
+    discover.insert("cacheScope".into(), json!("private"));
+    if let Some(info) = result.get("serverInfo") {
+        discover.insert("_meta".into(), json!({ META_SERVER_INFO: info }));
+    }
+    relay.to_client(message::response(client_id, &Value::Object(discover).to_string()));
+    relay.check_tools(None);
+}
+
+/// The result with what a 2026-07-28 client requires added, or `None` when it has it.
+pub fn stamp(result: &str, pending: &Pending) -> Option<String> {
+    let mut result: Map<String, Value> = serde_json::from_str(result).ok()?;
+    let mut changed = false;
+    if !result.contains_key("resultType") {
+        result.insert("resultType".into(), json!("complete"));
+        changed = true;
+    }
+    let cacheable = match pending {
+        Pending::Plain(method) => matches!(method.as_str(), "prompts/list" | "resources/read"),
+        Pending::ToolsList { .. } | Pending::Resources { .. } => true,
+        _ => false,
+    };
+    if cacheable && result.get("resultType").and_then(Value::as_str) == Some("complete") {
+        for (key, value) in [("ttlMs", json!(0)), ("cacheScope", json!("private"))] {
+            if !result.contains_key(key) {
+                result.insert(key.into(), value);
+                changed = true;
+            }
+        }
+    }
+    changed.then(|| Value::Object(result).to_string())
+}

@@ -1,0 +1,432 @@
+//! A streamable HTTP upstream (MCP's HTTP transport): each message is POSTed; the answer comes
+//! back as a JSON body or an event stream; server-initiated messages arrive on a GET event
+//! stream. A request that cannot be delivered fails alone and the next one tries again, so the
+//! proxy keeps serving while the server restarts; an expired session is re-initialised with
+//! the client's own `initialize`.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use base64::Engine;
+use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
+use reqwest::{Response, StatusCode};
+use serde_json::Value;
+use tokio::sync::mpsc;
+
+use super::message::{self, Kind, META_PROTOCOL_VERSION};
+use super::upstream::{Link, UpEvent};
+
+const SESSION_ID: &str = "mcp-session-id";
+const PROTOCOL_VERSION: &str = "mcp-protocol-version";
+/// Headers the transport sets itself; `--header` may not set them.
+const RESERVED: [&str; 5] = ["accept", "content-type", SESSION_ID, PROTOCOL_VERSION, "last-event-id"];
+
+/// Parses `--header "NAME: VALUE"`.
+pub fn parse_header(text: &str) -> anyhow::Result<(HeaderName, HeaderValue)> {
+    let Some((name, value)) = text.split_once(':') else {
+        bail!("--header {text:?}: expected \"NAME: VALUE\"");
+    };
+    let name = HeaderName::from_bytes(name.trim().as_bytes())
+        .with_context(|| format!("--header {text:?}: {:?} is not a header name", name.trim()))?;
+    if RESERVED.contains(&name.as_str()) {
+        bail!("--header {text:?}: the proxy sets {name} itself");
+    }
+    let value = HeaderValue::from_str(value.trim())
+        .with_context(|| format!("--header {text:?}: the value is not a valid header value"))?;
+    Ok((name, value))
+}
+
+/// The client's `initialize` request and `notifications/initialized`, as sent.
+type Handshake = (Option<Vec<u8>>, Option<Vec<u8>>);
+
+struct Shared {
+    client: reqwest::Client,
+    url: String,
+    headers: HeaderMap,
+    session: Mutex<Option<String>>,
+    /// The version `initialize` settled on (sent as `MCP-Protocol-Version` from then on).
+    version: Mutex<Option<String>>,
+    /// The client's `initialize` and `notifications/initialized`, replayed when the server
+    /// forgets the session.
+    handshake: Mutex<Handshake>,
+    events: mpsc::UnboundedSender<UpEvent>,
+    listening: Mutex<Option<tokio::task::JoinHandle<()>>>,
+}
+
+/// Links to the streamable HTTP endpoint `url`, sending `headers` with every request.
+pub fn connect(url: &str, headers: HeaderMap) -> anyhow::Result<Link> {
+    let parsed = reqwest::Url::parse(url).with_context(|| format!("--url {url:?} is not a URL"))?;
+    if !matches!(parsed.scheme(), "http" | "https") {
+        bail!("--url {url:?}: only http and https URLs are supported");
+    }
+    let client = reqwest::Client::builder()
+        .connect_timeout(Duration::from_secs(10))
+        .build()
+        .context("building the HTTP client")?;
+    let (send, mut outgoing) = mpsc::unbounded_channel::<Vec<u8>>();
+    let (events_tx, events) = mpsc::unbounded_channel();
+    let shared = Arc::new(Shared {
+        client,
+        url: url.to_owned(),
+        headers,
+        session: Mutex::new(None),
+        version: Mutex::new(None),
+        handshake: Mutex::new((None, None)),
+        events: events_tx,
+        listening: Mutex::new(None),
+    });
+    let finished = tokio::spawn(async move {
+        while let Some(message) = outgoing.recv().await {
+            let shared = shared.clone();
+            tokio::spawn(async move { deliver(&shared, message).await });
+        }
+        // The client is gone: end the GET stream and the session.
+        if let Some(listening) = lock(&shared.listening).take() {
+            listening.abort();
+        }
+        let session = lock(&shared.session).clone();
+        if let Some(session) = session {
+            let request = shared
+                .client
+                .delete(&shared.url)
+                .headers(shared.headers.clone())
+                .header(SESSION_ID, session);
+            let _ = tokio::time::timeout(Duration::from_secs(2), request.send()).await;
+        }
+    });
+    Ok(Link { send, events, finished })
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Sends one message and routes what comes back.
+async fn deliver(shared: &Shared, message: Vec<u8>) {
+    let (id, method) = match message::classify(&message) {
+        Ok(Kind::Request { id, method, .. }) => (Some(message::id_key(id)), Some(method)),
+        Ok(Kind::Notification { method, .. }) => (None, Some(method)),
+        _ => (None, None),
+    };
+    match method.as_deref() {
+        Some("initialize") => lock(&shared.handshake).0 = Some(message.clone()),
+        Some("notifications/initialized") => lock(&shared.handshake).1 = Some(message.clone()),
+        _ => {}
+    }
+    let is_initialize = method.as_deref() == Some("initialize");
+    let mut outcome = post(shared, &message, id.as_deref(), is_initialize).await;
+    if let Err(Failure::SessionExpired) = outcome
+        && !is_initialize
+    {
+        outcome = match reinitialize(shared).await {
+            Ok(()) => post(shared, &message, id.as_deref(), false).await,
+            Err(e) => Err(Failure::Other(format!(
+                "the session expired and re-initialising failed: {e}"
+            ))),
+        };
+    }
+    if method.as_deref() == Some("notifications/initialized") && outcome.is_ok() {
+        listen(shared);
+    }
+    match (outcome, id) {
+        (Ok(()), _) => {}
+        (Err(failure), Some(id)) => {
+            let reason = format!("the upstream server at {} {}", shared.url, failure.text());
+            let _ = shared.events.send(UpEvent::Failed { id, reason });
+        }
+        (Err(failure), None) => {
+            eprintln!("lro proxy: a message to {} was lost: {}", shared.url, failure.text());
+        }
+    }
+}
+
+enum Failure {
+    SessionExpired,
+    Other(String),
+}
+
+impl Failure {
+    fn text(&self) -> String {
+        match self {
+            Failure::SessionExpired => "forgot the session".to_owned(),
+            Failure::Other(text) => text.clone(),
+        }
+    }
+}
+
+/// The SEP-2243 routing headers a 2026-07-28 server requires: `Mcp-Method`, and `Mcp-Name` for
+/// the methods that name a tool, prompt, resource or task.
+fn routing_headers(message: &[u8]) -> (Option<String>, Vec<(&'static str, String)>) {
+    let Ok(value) = serde_json::from_slice::<Value>(message) else {
+        return (None, Vec::new());
+    };
+    let params = value.get("params");
+    let version = params
+        .and_then(|p| p.get("_meta"))
+        .and_then(|m| m.get(META_PROTOCOL_VERSION))
+        .and_then(Value::as_str)
+        .map(str::to_owned);
+    let mut headers = Vec::new();
+    if version.is_none() {
+        return (None, headers);
+    }
+    let Some(method) = value.get("method").and_then(Value::as_str) else {
+        return (version, headers);
+    };
+    headers.push(("mcp-method", method.to_owned()));
+    let key = match method {
+        "tools/call" | "prompts/get" => Some("name"),
+        "resources/read" | "resources/subscribe" | "resources/unsubscribe" => Some("uri"),
+        "tasks/get" | "tasks/update" | "tasks/cancel" => Some("taskId"),
+        _ => None,
+    };
+    if let Some(name) = key.and_then(|k| params?.get(k)).and_then(Value::as_str) {
+        headers.push(("mcp-name", header_text(name)));
+    }
+    (version, headers)
+}
+
+/// SEP-2243's header encoding: plain when it is printable ASCII without edge spaces, else
+/// `=?base64?...?=`.
+fn header_text(value: &str) -> String {
+    let edge_space = value.starts_with([' ', '\t']) || value.ends_with([' ', '\t']);
+    let looks_encoded = value.starts_with("=?base64?") && value.ends_with("?=");
+    let plain = !edge_space && !looks_encoded && value.chars().all(|c| (' '..='~').contains(&c));
+    if plain {
+        value.to_owned()
+    } else {
+        format!("=?base64?{}?=", base64::engine::general_purpose::STANDARD.encode(value))
+    }
+}
+
+async fn post(shared: &Shared, message: &[u8], id: Option<&str>, is_initialize: bool) -> Result<(), Failure> {
+    let (version, routing) = routing_headers(message);
+    let mut request = shared
+        .client
+        .post(&shared.url)
+        .headers(shared.headers.clone())
+        .header(ACCEPT, "application/json, text/event-stream")
+        .header(CONTENT_TYPE, "application/json")
+        .body(message.to_vec());
+    let session = lock(&shared.session).clone();
+    if let Some(session) = &session {
+        request = request.header(SESSION_ID, session);
+    }
+    if let Some(version) = version.or_else(|| lock(&shared.version).clone()) {
+        request = request.header(PROTOCOL_VERSION, version);
+    }
+    for (name, value) in routing {
+        request = request.header(name, value);
+    }
+    let response = request
+        .send()
+        .await
+        .map_err(|e| Failure::Other(format!("could not be reached: {}", error_chain(&e))))?;
+    let status = response.status();
+    if status == StatusCode::NOT_FOUND && session.is_some() {
+        return Err(Failure::SessionExpired);
+    }
+    if !status.is_success() {
+        let body = response.text().await.unwrap_or_default();
+        let body: String = body.chars().take(500).collect();
+        return Err(Failure::Other(format!("answered HTTP {status}: {}", body.trim())));
+    }
+    if is_initialize && let Some(session) = response.headers().get(SESSION_ID).and_then(|v| v.to_str().ok()) {
+        *lock(&shared.session) = Some(session.to_owned());
+    }
+    read_reply(shared, response, id, is_initialize).await
+}
+
+/// Reads a POST's answer: nothing (202), one JSON message or a batch, or an event stream that
+/// ends with the response to `id`.
+async fn read_reply(shared: &Shared, response: Response, id: Option<&str>, is_initialize: bool) -> Result<(), Failure> {
+    let event_stream = response
+        .headers()
+        .get(CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("text/event-stream"));
+    let mut answered = id.is_none();
+    let mut route = |data: Vec<u8>| {
+        if let Some(id) = id
+            && let Ok(Kind::Response { id: got, result }) = message::classify(&data)
+            && message::id_key(got) == id
+        {
+            answered = true;
+            if is_initialize && let Some(version) = result.and_then(|r| protocol_version(r.get())) {
+                *lock(&shared.version) = Some(version);
+            }
+        }
+        let _ = shared.events.send(UpEvent::Message(data));
+    };
+    if event_stream {
+        read_events(response, &mut route).await.map_err(Failure::Other)?;
+    } else {
+        let body = response
+            .bytes()
+            .await
+            .map_err(|e| Failure::Other(format!("broke off its answer: {}", error_chain(&e))))?;
+        if body.iter().any(|b| !b.is_ascii_whitespace()) {
+            if body.trim_ascii_start().starts_with(b"[") {
+                let batch: Vec<Box<serde_json::value::RawValue>> = serde_json::from_slice(&body)
+                    .map_err(|e| Failure::Other(format!("sent a batch that is not JSON: {e}")))?;
+                for one in batch {
+                    route(one.get().as_bytes().to_vec());
+                }
+            } else {
+                route(body.trim_ascii().to_vec());
+            }
+        }
+    }
+    if answered {
+        Ok(())
+    } else {
+        Err(Failure::Other("ended its answer without a response".to_owned()))
+    }
+}
+
+fn protocol_version(result: &str) -> Option<String> {
+    let value: Value = serde_json::from_str(result).ok()?;
+    value.get("protocolVersion")?.as_str().map(str::to_owned)
+}
+
+/// Reads server-sent events, handing each event's data (one JSON-RPC message) to `route`.
+async fn read_events(mut response: Response, route: &mut impl FnMut(Vec<u8>)) -> Result<(), String> {
+    let mut buffer: Vec<u8> = Vec::new();
+    let mut data: Vec<u8> = Vec::new();
+    loop {
+        let chunk = response
+            .chunk()
+            .await
+            .map_err(|e| format!("broke off its event stream: {}", error_chain(&e)))?;
+        let Some(chunk) = chunk else { break };
+        buffer.extend_from_slice(&chunk);
+        while let Some(end) = buffer.iter().position(|&b| b == b'\n') {
+            let line: Vec<u8> = buffer.drain(..=end).collect();
+            let line = line.strip_suffix(b"\n").unwrap_or(&line);
+            let line = line.strip_suffix(b"\r").unwrap_or(line);
+            if line.is_empty() {
+                if !data.is_empty() {
+                    route(std::mem::take(&mut data));
+                }
+            } else if let Some(value) = line.strip_prefix(b"data:") {
+                if !data.is_empty() {
+                    data.push(b'\n');
+                }
+                data.extend_from_slice(value.strip_prefix(b" ").unwrap_or(value));
+            }
+            // `event:`, `id:`, `retry:` and comments carry nothing the relay needs.
+        }
+    }
+    if !data.is_empty() {
+        route(data);
+    }
+    Ok(())
+}
+
+/// Opens the GET event stream for server-initiated messages, once per session, and keeps it
+/// open while the server allows it (a 405 means the server has none).
+fn listen(shared: &Shared) {
+    let mut listening = lock(&shared.listening);
+    if listening.as_ref().is_some_and(|task| !task.is_finished()) {
+        return;
+    }
+    let client = shared.client.clone();
+    let url = shared.url.clone();
+    let headers = shared.headers.clone();
+    let session = lock(&shared.session).clone();
+    let version = lock(&shared.version).clone();
+    let events = shared.events.clone();
+    *listening = Some(tokio::spawn(async move {
+        for _attempt in 0..60 {
+            let mut request = client
+                .get(&url)
+                .headers(headers.clone())
+                .header(ACCEPT, "text/event-stream");
+            if let Some(session) = &session {
+                request = request.header(SESSION_ID, session);
+            }
+            if let Some(version) = &version {
+                request = request.header(PROTOCOL_VERSION, version);
+            }
+            match request.send().await {
+                Ok(response) if response.status().is_success() => {
+                    let mut route = |data: Vec<u8>| {
+                        let _ = events.send(UpEvent::Message(data));
+                    };
+                    let _ = read_events(response, &mut route).await;
+                }
+                Ok(response) if response.status().is_client_error() => return,
+                _ => {}
+            }
+            tokio::time::sleep(Duration::from_secs(1)).await;
+        }
+    }));
+}
+
+/// Replays the client's handshake after the server forgot the session (it restarted), so the
+/// request that found out can be sent again. The replayed answers are not forwarded: the client
+/// already has them.
+async fn reinitialize(shared: &Shared) -> anyhow::Result<()> {
+    let (initialize, initialized) = lock(&shared.handshake).clone();
+    let initialize = initialize.context("the client never initialised a session")?;
+    *lock(&shared.session) = None;
+    let mut value: Value = serde_json::from_slice(&initialize).context("the saved initialize")?;
+    value["id"] = Value::String("lro-proxy-reinitialize".into());
+    let response = shared
+        .client
+        .post(&shared.url)
+        .headers(shared.headers.clone())
+        .header(ACCEPT, "application/json, text/event-stream")
+        .header(CONTENT_TYPE, "application/json")
+        .body(value.to_string())
+        .send()
+        .await
+        .map_err(|e| anyhow::anyhow!("{}", error_chain(&e)))?;
+    if !response.status().is_success() {
+        bail!("initialize answered HTTP {}", response.status());
+    }
+    if let Some(session) = response.headers().get(SESSION_ID).and_then(|v| v.to_str().ok()) {
+        *lock(&shared.session) = Some(session.to_owned());
+    }
+    // Read the answer to the end, dropping it.
+    let _ = response.bytes().await;
+    if let Some(initialized) = initialized {
+        let mut request = shared
+            .client
+            .post(&shared.url)
+            .headers(shared.headers.clone())
+            .header(ACCEPT, "application/json, text/event-stream")
+            .header(CONTENT_TYPE, "application/json")
+            .body(initialized);
+        if let Some(session) = lock(&shared.session).clone() {
+            request = request.header(SESSION_ID, session);
+        }
+        if let Some(version) = lock(&shared.version).clone() {
+            request = request.header(PROTOCOL_VERSION, version);
+        }
+        let _ = request.send().await;
+    }
+    eprintln!(
+        "lro proxy: the upstream server at {} forgot the session; a new one was started",
+        shared.url
+    );
+    if let Some(listening) = lock(&shared.listening).take() {
+        listening.abort();
+    }
+    listen(shared);
+    Ok(())
+}
+
+/// An error with its causes, which reqwest keeps apart ("error sending request" alone says
+/// nothing).
+fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}

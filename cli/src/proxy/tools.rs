@@ -1,0 +1,236 @@
+//! Tools through the proxy: `tools/list` rewritten by the component (no `outputSchema` where a
+//! descriptor may replace the result, `lro_extract` appended), `tools/call` results intercepted,
+//! and `lro_extract` answered here by the sandboxed extractor.
+
+use lro_host::{ToolCall, ToolOutcome};
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use serde_json::{Map, Value};
+
+use super::files::Offloaded;
+use super::message::{self, META_CLIENT_CAPABILITIES};
+use super::{Relay, Session};
+
+/// The extraction tool's name, as the component defines it.
+pub const EXTRACT_TOOL: &str = "lro_extract";
+
+/// A `tools/call` in flight.
+pub struct Call {
+    /// The tool's name.
+    pub tool: String,
+    /// Its `arguments` object, JSON text (`{}` when absent).
+    pub arguments: String,
+    /// What the component reads to tell whether the client is itself an LRO proxy: the
+    /// request's `_meta` (2026-07-28), else the client's `initialize` params.
+    pub meta: Option<String>,
+    /// True when the request was 2026-07-28 (results made here carry `resultType`).
+    pub modern: bool,
+}
+
+impl Call {
+    /// The call in a `tools/call` request's params; `None` when they have no tool name.
+    pub fn from_params(params: Option<&Value>, modern: bool, session: &Session) -> Option<Call> {
+        let params = params?;
+        let tool = params.get("name")?.as_str()?.to_owned();
+        let arguments = params
+            .get("arguments")
+            .map_or_else(|| "{}".to_owned(), Value::to_string);
+        let meta = if modern {
+            params.get("_meta").map(Value::to_string)
+        } else {
+            session.initialize_params.clone()
+        };
+        Some(Call {
+            tool,
+            arguments,
+            meta,
+            modern,
+        })
+    }
+
+    /// The request as sent upstream: for 2026-07-28, whose capabilities travel in each
+    /// request's `_meta`, they gain the proxy marker; an older request is sent as it came (its
+    /// `initialize` carried the marker).
+    pub fn marked_line(&self, line: &[u8], params: Option<&Value>) -> Option<Vec<u8>> {
+        if !self.modern {
+            return None;
+        }
+        let mut params = params?.clone();
+        let meta = params.get_mut("_meta")?.as_object_mut()?;
+        message::mark_proxy(message::object_at(meta, META_CLIENT_CAPABILITIES));
+        message::with_params(line, &params)
+    }
+}
+
+/// A `CallToolResult` holding one text block, for results the proxy makes.
+fn text_result(text: &str, is_error: bool, modern: bool) -> String {
+    let mut result = Map::new();
+    result.insert("content".into(), serde_json::json!([{"type": "text", "text": text}]));
+    if is_error {
+        result.insert("isError".into(), Value::Bool(true));
+    }
+    if modern {
+        result.insert("resultType".into(), Value::String("complete".into()));
+    }
+    Value::Object(result).to_string()
+}
+
+/// An error as every host's `lro_extract` reports it: `kind: message`.
+pub fn error_text(error: &lro_host::Error) -> String {
+    match error {
+        lro_host::Error::Component(inner) => {
+            let message = match inner {
+                lro_host::ComponentError::InvalidConfig(m)
+                | lro_host::ComponentError::InvalidInput(m)
+                | lro_host::ComponentError::Io(m)
+                | lro_host::ComponentError::InvalidRequest(m)
+                | lro_host::ComponentError::NotFound(m)
+                | lro_host::ComponentError::OutsideDirectory(m)
+                | lro_host::ComponentError::NotLroFile(m)
+                | lro_host::ComponentError::Expired(m)
+                | lro_host::ComponentError::Corrupt(m)
+                | lro_host::ComponentError::InvalidFilter(m)
+                | lro_host::ComponentError::FilterFailed(m) => m,
+            };
+            format!("{}: {message}", error.kind())
+        }
+        other => format!("{}: {other}", other.kind()),
+    }
+}
+
+/// Runs `lro_extract` here. A refusal or a filter error is an `isError` result the model can
+/// read and correct, never a protocol error.
+pub fn extract(relay: &Relay, id: String, call: Call) {
+    let settings = relay.settings.clone();
+    let down = relay.down.clone();
+    tokio::task::spawn_blocking(move || {
+        let result = match settings.runtime.call_tool(&settings.config, &call.arguments) {
+            Ok(extracted) => text_result(&extracted.text, false, call.modern),
+            Err(e) => text_result(&error_text(&e), true, call.modern),
+        };
+        let _ = down.send(message::response(&id, &result));
+    });
+}
+
+#[derive(Deserialize)]
+struct ResultHead<'a> {
+    #[serde(rename = "resultType", default)]
+    result_type: Option<&'a str>,
+}
+
+/// Sends a `tools/call` answer on: a complete result goes through the component's `intercept`
+/// (offloaded to a file and replaced by a descriptor when large); an error result, an input
+/// request or a task goes on as it came. The file holds exactly what the upstream sent: the
+/// component reads the result's own text.
+pub fn intercept(relay: &Relay, call: Call, line: Vec<u8>) {
+    let settings = relay.settings.clone();
+    let down = relay.down.clone();
+    let files = relay.files.clone();
+    tokio::task::spawn_blocking(move || {
+        let Ok(super::message::Kind::Response {
+            id: raw_id,
+            result: Some(result),
+        }) = message::classify(&line)
+        else {
+            return;
+        };
+        let complete = serde_json::from_str::<ResultHead<'_>>(result.get())
+            .is_ok_and(|head| head.result_type.is_none_or(|t| t == "complete"));
+        if !complete {
+            let _ = down.send(line.clone());
+            return;
+        }
+        let tool_call = ToolCall {
+            tool: call.tool.clone(),
+            arguments: call.arguments.clone(),
+            result: result.get().to_owned(),
+            meta: call.meta.clone(),
+        };
+        let forward = match settings.runtime.intercept(&settings.config, &tool_call) {
+            Ok(ToolOutcome::Unchanged(_)) => None,
+            Ok(ToolOutcome::Offloaded(offloaded)) => {
+                Offloaded::remember(&files, &call.tool, &offloaded.files, offloaded.tokens);
+                Some(offloaded.result)
+            }
+            Ok(ToolOutcome::Degraded(degraded)) => {
+                eprintln!("lro proxy: {}: {}", call.tool, degraded.warning);
+                Some(degraded.result)
+            }
+            Err(e) => {
+                // The spec's fallback: the call never fails because offloading did.
+                eprintln!("lro proxy: {}: the result was forwarded as it came: {e}", call.tool);
+                None
+            }
+        };
+        let _ = down.send(match forward {
+            Some(result) => message::with_result(raw_id, &result),
+            None => line.clone(),
+        });
+    });
+}
+
+/// Rewrites one page of the upstream's `tools/list`: `lro_extract` is appended to the last page
+/// (the one without `nextCursor`) only.
+pub fn list(relay: &Relay, id: String, result: String) {
+    let settings = relay.settings.clone();
+    let down = relay.down.clone();
+    let fatal = relay.fatal.clone();
+    tokio::task::spawn_blocking(move || {
+        let rewritten = (|| -> Result<String, String> {
+            let mut page: Map<String, Value> = serde_json::from_str(&result)
+                .map_err(|e| format!("the upstream's tools/list result is not an object: {e}"))?;
+            let tools = page.get("tools").map_or_else(|| "[]".to_owned(), Value::to_string);
+            let mut config = settings.config.clone();
+            config.extract_tool = !page.contains_key("nextCursor");
+            let tools = settings
+                .runtime
+                .rewrite_tools(&config, &tools)
+                .map_err(|e| e.to_string())?;
+            let tools: Box<RawValue> = RawValue::from_string(tools).map_err(|e| e.to_string())?;
+            page.insert("tools".into(), serde_json::to_value(&tools).map_err(|e| e.to_string())?);
+            serde_json::to_string(&page).map_err(|e| e.to_string())
+        })();
+        match rewritten {
+            Ok(page) => {
+                let _ = down.send(message::response(&id, &page));
+            }
+            Err(reason) => {
+                let text = format!("lro proxy: cannot list the upstream's tools: {reason}");
+                let _ = down.send(message::error_response(&id, message::INTERNAL_ERROR, &text));
+                if reason.contains(EXTRACT_TOOL) {
+                    let _ = fatal.send(text);
+                }
+            }
+        }
+    });
+}
+
+/// `tools/list` for an upstream without tools: `lro_extract` alone.
+pub fn list_alone(relay: &Relay, id: String, modern: bool) {
+    let mut page = format!("{{\"tools\":[{}]", relay.settings.tool_definition);
+    if modern {
+        page.push_str(",\"resultType\":\"complete\"");
+    }
+    page.push('}');
+    relay.to_client(message::response(&id, &page));
+}
+
+/// One page of the proxy's own look at the upstream's tools: a tool already named
+/// `lro_extract` would make the proxy's own unreachable, so the proxy stops, saying why.
+pub fn check_page(relay: &mut Relay, result: &str) {
+    let Ok(page) = serde_json::from_str::<Value>(result) else {
+        return;
+    };
+    let clash = page.get("tools").and_then(Value::as_array).is_some_and(|tools| {
+        tools
+            .iter()
+            .any(|t| t.get("name").and_then(Value::as_str) == Some(EXTRACT_TOOL))
+    });
+    if clash {
+        let _ = relay.fatal.send(format!(
+            "the upstream server already has a tool named `{EXTRACT_TOOL}`; the proxy's own would hide it, so it will not start"
+        ));
+    } else if let Some(cursor) = page.get("nextCursor").and_then(Value::as_str) {
+        relay.check_tools(Some(cursor.to_owned()));
+    }
+}

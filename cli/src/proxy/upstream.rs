@@ -1,0 +1,156 @@
+//! The upstream server as two channels: messages to send, and events back (its messages, a
+//! request it could not answer, its death). A child process over stdio and a streamable HTTP
+//! endpoint (`super::http`) both look like this to the relay.
+
+use std::process::Stdio;
+use std::time::Duration;
+
+use anyhow::Context;
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
+use tokio::process::{Child, Command};
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+
+/// What comes back from the upstream.
+#[derive(Debug)]
+pub enum UpEvent {
+    /// One JSON-RPC message (a line, without its newline).
+    Message(Vec<u8>),
+    /// The request with this id (its JSON text) cannot be answered; fail it with this reason.
+    /// The upstream may still answer others (HTTP: the next request tries again).
+    Failed { id: String, reason: String },
+    /// The upstream is gone for good (a child that exited): fail everything, then stop.
+    Died(String),
+}
+
+/// A connected upstream.
+pub struct Link {
+    /// Messages to the upstream, one JSON-RPC message each (no newline). Dropping it starts
+    /// the upstream's shutdown.
+    pub send: mpsc::UnboundedSender<Vec<u8>>,
+    /// Messages and failures from the upstream.
+    pub events: mpsc::UnboundedReceiver<UpEvent>,
+    /// Ends when the upstream is shut down (a child has exited or been killed).
+    pub finished: JoinHandle<()>,
+}
+
+/// How long a child gets to exit after its stdin closes before it is killed.
+const EXIT_GRACE: Duration = Duration::from_secs(2);
+
+/// Starts `command` with piped stdin and stdout (stderr is the proxy's own, so the server's
+/// logs reach the client's log as they would directly) and links to it.
+pub fn spawn(command: &[String]) -> anyhow::Result<Link> {
+    let (program, args) = command.split_first().context("no upstream command given")?;
+    let mut child = Command::new(program)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .kill_on_drop(true)
+        .spawn()
+        .with_context(|| format!("starting the upstream server `{program}`"))?;
+    let stdin = child.stdin.take().context("the child's stdin")?;
+    let stdout = child.stdout.take().context("the child's stdout")?;
+    Ok(stream(stdout, stdin, Some(child)))
+}
+
+/// Links to a server that speaks MCP's stdio framing (one JSON-RPC message per line) over
+/// `reader` and `writer`; `child`, when given, is the process behind them. Lines have no length
+/// limit: a large result is the reason the proxy exists.
+pub fn stream<R, W>(reader: R, writer: W, child: Option<Child>) -> Link
+where
+    R: AsyncRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    let (send, mut outgoing) = mpsc::unbounded_channel::<Vec<u8>>();
+    let (events_tx, events) = mpsc::unbounded_channel();
+    let (exited_tx, exited_rx) = tokio::sync::watch::channel(None::<String>);
+
+    // The child is watched by one task: it reports the exit status to the reader (so a death
+    // names it) and kills the child when the writer side is done.
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let watcher = tokio::spawn(watch_child(child, exited_tx, stop_rx));
+
+    let writer_task = tokio::spawn(async move {
+        let mut writer = writer;
+        while let Some(mut message) = outgoing.recv().await {
+            message.push(b'\n');
+            if writer.write_all(&message).await.is_err() || writer.flush().await.is_err() {
+                // The reader sees the end and reports the death.
+                break;
+            }
+        }
+        let _ = writer.shutdown().await;
+        drop(writer);
+        let _ = stop_tx.send(());
+    });
+
+    let reader_events = events_tx;
+    tokio::spawn(async move {
+        let mut reader = BufReader::new(reader);
+        let mut line = Vec::new();
+        let end = loop {
+            line.clear();
+            match reader.read_until(b'\n', &mut line).await {
+                Ok(0) => break None,
+                Ok(_) => {
+                    let text = line.trim_ascii();
+                    if !text.is_empty() && reader_events.send(UpEvent::Message(text.to_vec())).is_err() {
+                        return;
+                    }
+                }
+                Err(e) => break Some(e.to_string()),
+            }
+        };
+        let reason = death_reason(exited_rx, end).await;
+        let _ = reader_events.send(UpEvent::Died(reason));
+    });
+
+    let finished = tokio::spawn(async move {
+        let _ = writer_task.await;
+        let _ = watcher.await;
+    });
+    Link { send, events, finished }
+}
+
+async fn watch_child(
+    child: Option<Child>,
+    exited: tokio::sync::watch::Sender<Option<String>>,
+    stop: tokio::sync::oneshot::Receiver<()>,
+) {
+    let Some(mut child) = child else {
+        let _ = stop.await;
+        return;
+    };
+    tokio::select! {
+        status = child.wait() => {
+            let text = match status {
+                Ok(status) => format!("the upstream server exited ({status})"),
+                Err(e) => format!("the upstream server could not be waited for: {e}"),
+            };
+            let _ = exited.send(Some(text));
+        }
+        _ = stop => {
+            // Our side is done: the closed stdin asks the server to exit; a server that does
+            // not is killed.
+            if tokio::time::timeout(EXIT_GRACE, child.wait()).await.is_err() {
+                let _ = child.kill().await;
+            }
+        }
+    }
+}
+
+/// Why the upstream's output ended: its exit status when it exited (waiting briefly, since
+/// the pipe closes a moment before the process is reaped), else the read error or end.
+async fn death_reason(mut exited: tokio::sync::watch::Receiver<Option<String>>, read_error: Option<String>) -> String {
+    let waited = tokio::time::timeout(Duration::from_millis(500), exited.wait_for(Option::is_some)).await;
+    if let Ok(Ok(status)) = waited
+        && let Some(status) = status.as_ref()
+    {
+        return status.clone();
+    }
+    match read_error {
+        Some(e) => format!("reading from the upstream server failed: {e}"),
+        None => "the upstream server closed its output".to_owned(),
+    }
+}

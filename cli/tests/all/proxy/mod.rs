@@ -1,0 +1,360 @@
+//! `lro proxy` driven in process by rmcp's client, in front of rmcp's server, for both protocol
+//! generations of the client (the server speaks whichever the client asks for, or only the
+//! older one): tools, interception, `lro_extract`, resources, forwarding, lifecycle.
+
+mod harness;
+
+use std::path::Path;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use harness::{Generation, Upstream, call, direct, rows, text, wire};
+use lro_cli::proxy::{Ending, Settings};
+use rmcp::model::*;
+use serde_json::{Value, json};
+
+use crate::common;
+
+const BOTH: [Generation; 2] = [Generation::Legacy, Generation::Modern];
+
+/// The proxy's settings; the component is called outside the async runtime, as the command does.
+async fn settings(dir: &Path, threshold: u32) -> Settings {
+    prepared(common::config(dir, threshold)).await
+}
+
+async fn prepared(config: lro_host::Config) -> Settings {
+    tokio::task::spawn_blocking(move || Settings::prepare(common::RUNTIME.clone(), config))
+        .await
+        .unwrap()
+        .expect("the proxy prepares its directory")
+}
+
+fn data_lines(path: &str) -> Vec<Value> {
+    std::fs::read_to_string(path)
+        .expect("the offloaded file")
+        .lines()
+        .skip(1)
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+#[tokio::test]
+async fn tools_list_gains_lro_extract_and_drops_output_schemas() {
+    for generation in BOTH {
+        let dir = tempfile::tempdir().unwrap();
+        let wired = wire(Upstream::new(true), settings(dir.path(), 500).await, generation).await;
+        let tools = wired
+            .client
+            .peer()
+            .list_all_tools()
+            .await
+            .expect("tools/list through the proxy");
+        let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
+        assert_eq!(
+            names,
+            ["rows", "fail", "image", "hang", "roots", "exit", "caps", "lro_extract"],
+            "{generation:?}"
+        );
+        assert!(
+            tools.iter().all(|t| t.output_schema.is_none()),
+            "{generation:?}: a descriptor would break an outputSchema"
+        );
+        let ours = serde_json::to_value(&tools[7]).unwrap();
+        let definition = tokio::task::spawn_blocking(|| common::RUNTIME.tool_definition().unwrap())
+            .await
+            .unwrap();
+        let definition: Value = serde_json::from_str(&definition).unwrap();
+        assert_eq!(
+            ours["inputSchema"], definition["inputSchema"],
+            "the component's own definition"
+        );
+    }
+}
+
+#[tokio::test]
+async fn large_results_become_descriptors_whose_file_holds_the_upstream_data() {
+    for generation in BOTH {
+        for legacy_upstream in [true, false] {
+            let dir = tempfile::tempdir().unwrap();
+            let wired = wire(
+                Upstream::new(legacy_upstream),
+                settings(dir.path(), 500).await,
+                generation,
+            )
+            .await;
+            let result = call(&wired.client, "rows", json!({"n": 2000}))
+                .await
+                .expect("the call succeeds");
+            let descriptor: Value = serde_json::from_str(&text(&result)).expect("a descriptor");
+            let file = descriptor["files"]["items"]
+                .as_str()
+                .expect("the items section's file")
+                .to_owned();
+            assert_eq!(
+                data_lines(&file),
+                rows(2000).as_array().unwrap().clone(),
+                "the file holds exactly what the upstream sent"
+            );
+            assert!(
+                descriptor["guidance"].as_str().unwrap().contains("lro_extract"),
+                "the guidance names the tool"
+            );
+            // The model's next call, through the proxy.
+            let counted = call(
+                &wired.client,
+                "lro_extract",
+                json!({"file_path": file, "query": "length", "slurp": true}),
+            )
+            .await
+            .expect("lro_extract answers");
+            assert_eq!(text(&counted), "2000", "{generation:?}");
+            assert_eq!(counted.is_error, None);
+            if let Generation::Modern = generation {
+                assert_eq!(
+                    counted.result_type,
+                    Some(ResultType::COMPLETE),
+                    "2026-07-28 results carry resultType"
+                );
+            }
+        }
+    }
+}
+
+#[tokio::test]
+async fn lro_extract_refusals_are_results_the_model_reads() {
+    let dir = tempfile::tempdir().unwrap();
+    let wired = wire(Upstream::new(true), settings(dir.path(), 500).await, Generation::Legacy).await;
+    let refused = call(
+        &wired.client,
+        "lro_extract",
+        json!({"file_path": "/etc/passwd", "query": "."}),
+    )
+    .await
+    .expect("a result, not a protocol error");
+    assert_eq!(refused.is_error, Some(true));
+    assert!(text(&refused).starts_with("outside-directory: "), "{}", text(&refused));
+    let bad = call(&wired.client, "lro_extract", json!({"file_path": "/x", "query": "."}))
+        .await
+        .expect("a result");
+    assert_eq!(bad.is_error, Some(true));
+}
+
+#[tokio::test]
+async fn small_results_errors_and_images_are_identical_to_a_direct_connection() {
+    // A direct connection needs a server of the client's generation.
+    for (generation, legacy_upstream) in [(Generation::Legacy, true), (Generation::Modern, false)] {
+        let dir = tempfile::tempdir().unwrap();
+        let wired = wire(
+            Upstream::new(legacy_upstream),
+            settings(dir.path(), 500).await,
+            generation,
+        )
+        .await;
+        let straight = direct(Upstream::new(legacy_upstream), generation).await;
+        for (tool, arguments) in [("rows", json!({"n": 3})), ("fail", json!({})), ("image", json!({}))] {
+            let proxied = call(&wired.client, tool, arguments.clone()).await.unwrap();
+            let direct = call(&straight, tool, arguments).await.unwrap();
+            assert_eq!(
+                serde_json::to_value(&proxied).unwrap(),
+                serde_json::to_value(&direct).unwrap(),
+                "{tool} {generation:?}"
+            );
+        }
+        assert_eq!(
+            std::fs::read_dir(dir.path()).unwrap().count(),
+            0,
+            "nothing was offloaded"
+        );
+    }
+}
+
+#[tokio::test]
+async fn resources_pass_through_and_offloaded_files_are_resources() {
+    for generation in BOTH {
+        let dir = tempfile::tempdir().unwrap();
+        let wired = wire(Upstream::new(true), settings(dir.path(), 500).await, generation).await;
+        let peer = wired.client.peer();
+        let notes = peer
+            .read_resource(ReadResourceRequestParams::new("mem://notes"))
+            .await
+            .expect("an upstream resource");
+        assert!(format!("{notes:?}").contains("the notes"));
+
+        let result = call(&wired.client, "rows", json!({"n": 500})).await.unwrap();
+        let descriptor: Value = serde_json::from_str(&text(&result)).unwrap();
+        let file = descriptor["files"]["items"].as_str().unwrap().to_owned();
+        let name = Path::new(&file).file_name().unwrap().to_str().unwrap().to_owned();
+
+        let listed = peer.list_all_resources().await.expect("resources/list");
+        let uris: Vec<&str> = listed.iter().map(|r| r.uri.as_str()).collect();
+        assert_eq!(
+            uris,
+            ["mem://notes".to_owned(), format!("lro://offload/{name}")],
+            "{generation:?}"
+        );
+        let templates = peer
+            .list_all_resource_templates()
+            .await
+            .expect("resources/templates/list");
+        assert_eq!(templates.last().unwrap().uri_template, "lro://offload/{file}{?from,to}");
+
+        let uri = format!("lro://offload/{name}?from=10&to=13");
+        let read = peer
+            .read_resource(ReadResourceRequestParams::new(uri.clone()))
+            .await
+            .expect("a range of records");
+        let ResourceContents::TextResourceContents { text, .. } = &read.contents[0] else {
+            panic!("text contents")
+        };
+        let got: Vec<Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        assert_eq!(got, rows(500).as_array().unwrap()[10..13].to_vec(), "{generation:?}");
+
+        let missing = peer
+            .read_resource(ReadResourceRequestParams::new(
+                "lro://offload/atlatl-recall-01ARZ3NDEKTSV4RRFFQ69G5FAV.jsonl",
+            ))
+            .await;
+        let error = format!("{:?}", missing.expect_err("no such file"));
+        assert!(error.contains("not-found"), "{error}");
+        let bad = peer
+            .read_resource(ReadResourceRequestParams::new(format!("lro://offload/{name}?from=x")))
+            .await;
+        assert!(format!("{:?}", bad.expect_err("a bad range")).contains("from must be a record number"));
+    }
+}
+
+#[tokio::test]
+async fn the_upstream_sees_the_proxy_marker() {
+    for generation in BOTH {
+        let dir = tempfile::tempdir().unwrap();
+        let wired = wire(
+            Upstream::new(matches!(generation, Generation::Legacy)),
+            settings(dir.path(), 500).await,
+            generation,
+        )
+        .await;
+        let caps = call(&wired.client, "caps", json!({})).await.unwrap();
+        let caps: Value = serde_json::from_str(&text(&caps)).expect("client capabilities");
+        assert_eq!(
+            caps["experimental"]["lro"]["proxy"],
+            json!(true),
+            "{generation:?}: {caps}"
+        );
+        assert!(caps.get("roots").is_some(), "the client's own capabilities are kept");
+    }
+}
+
+#[tokio::test]
+async fn progress_arrives_and_cancellation_reaches_the_upstream() {
+    let dir = tempfile::tempdir().unwrap();
+    let upstream = Upstream::new(true);
+    let cancelled = upstream.cancelled.clone();
+    let mut wired = wire(upstream, settings(dir.path(), 500).await, Generation::Legacy).await;
+    let peer = wired.client.peer().clone();
+    let pending = tokio::spawn(async move { call_hang(&peer).await });
+    let progress = tokio::time::timeout(Duration::from_secs(5), wired.seen.recv())
+        .await
+        .expect("progress within 5 s");
+    assert_eq!(progress.as_deref(), Some("progress 1"));
+    // Dropping the call sends notifications/cancelled, as a user pressing stop does.
+    pending.abort();
+    let started = Instant::now();
+    while !cancelled.load(Ordering::SeqCst) {
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "the upstream saw the cancellation"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+async fn call_hang(peer: &rmcp::Peer<rmcp::RoleClient>) -> Result<CallToolResult, rmcp::ServiceError> {
+    peer.call_tool(CallToolRequestParams::new("hang")).await
+}
+
+#[tokio::test]
+async fn server_requests_reach_the_client() {
+    let dir = tempfile::tempdir().unwrap();
+    let wired = wire(Upstream::new(true), settings(dir.path(), 500).await, Generation::Legacy).await;
+    let roots = call(&wired.client, "roots", json!({}))
+        .await
+        .expect("the server's roots/list was answered");
+    assert!(text(&roots).contains("file:///projects"), "{}", text(&roots));
+}
+
+#[tokio::test]
+async fn an_upstream_that_dies_fails_the_call_at_once_and_ends_the_session() {
+    let dir = tempfile::tempdir().unwrap();
+    let wired = wire(Upstream::new(true), settings(dir.path(), 500).await, Generation::Legacy).await;
+    let started = Instant::now();
+    let failed = call(&wired.client, "exit", json!({}))
+        .await
+        .expect_err("the call fails");
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "failed in {:?}",
+        started.elapsed()
+    );
+    let message = format!("{failed:?}");
+    assert!(
+        message.contains("upstream server closed its output before answering"),
+        "{message}"
+    );
+    let ending = tokio::time::timeout(Duration::from_secs(5), wired.ending)
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(matches!(ending, Ending::UpstreamDied(_)), "{ending:?}");
+}
+
+#[tokio::test]
+async fn an_upstream_with_its_own_lro_extract_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut upstream = Upstream::new(true);
+    upstream.clash = true;
+    let wired = wire(upstream, settings(dir.path(), 500).await, Generation::Legacy).await;
+    let ending = tokio::time::timeout(Duration::from_secs(5), wired.ending)
+        .await
+        .unwrap()
+        .unwrap();
+    let Ending::Refused(reason) = ending else {
+        panic!("{ending:?}")
+    };
+    assert!(reason.contains("already has a tool named `lro_extract`"), "{reason}");
+}
+
+#[tokio::test]
+async fn expired_files_are_swept_at_start_and_while_serving() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = common::config(dir.path(), 500);
+    config.ttl_seconds = 2;
+    let settings = prepared(config).await;
+    let wired = wire(Upstream::new(true), settings.clone(), Generation::Legacy).await;
+    let result = call(&wired.client, "rows", json!({"n": 500})).await.unwrap();
+    let descriptor: Value = serde_json::from_str(&text(&result)).unwrap();
+    let file = descriptor["files"]["items"].as_str().unwrap().to_owned();
+    assert!(Path::new(&file).exists());
+    // The sweep runs every ttl/2 = 1 s: the file is gone a little after its 2 s.
+    let started = Instant::now();
+    while Path::new(&file).exists() {
+        assert!(started.elapsed() < Duration::from_secs(6), "swept while serving");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    // At start: a file left by an earlier run is swept before the first client is served.
+    let config = settings.config.clone();
+    let call = lro_host::ToolCall {
+        tool: "rows".into(),
+        arguments: "{}".into(),
+        result: json!({"content": [{"type": "text", "text": rows(500).to_string()}]}).to_string(),
+        meta: None,
+    };
+    let left = tokio::task::spawn_blocking(move || common::RUNTIME.intercept(&config, &call))
+        .await
+        .unwrap();
+    let Ok(lro_host::ToolOutcome::Offloaded(left)) = left else {
+        panic!("offloaded")
+    };
+    tokio::time::sleep(Duration::from_millis(2100)).await;
+    let _ = prepared(settings.config.clone()).await;
+    assert!(!Path::new(&left.files[0]).exists(), "swept at start");
+}
