@@ -2,8 +2,9 @@
 //! (every reference server today): the proxy answers the client's `server/discover` itself,
 //! after doing the handshake with the server on the client's behalf, and from then on stamps
 //! what the client's version requires on each result (`resultType`, and the cache hints of
-//! list and read results). Requests go to the server as the client sent them: the older
-//! protocol ignores the `_meta` keys it does not know.
+//! list and read results), and serves `subscriptions/listen` with the server's list-changed
+//! notifications. Requests go to the server as the client sent them: the older protocol
+//! ignores the `_meta` keys it does not know.
 
 use serde_json::{Map, Value, json};
 
@@ -16,6 +17,52 @@ const LEGACY_VERSION: &str = "2025-11-25";
 const MODERN_VERSION: &str = "2026-07-28";
 const META_CLIENT_INFO: &str = "io.modelcontextprotocol/clientInfo";
 const META_SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
+const META_SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
+/// The listen filter's list-changed keys and the notifications they stand for.
+const LIST_CHANGES: [(&str, &str); 3] = [
+    ("toolsListChanged", "notifications/tools/list_changed"),
+    ("promptsListChanged", "notifications/prompts/list_changed"),
+    ("resourcesListChanged", "notifications/resources/list_changed"),
+];
+
+/// Opens a bridged client's `subscriptions/listen` stream: acknowledged at once with the
+/// list changes it asked for (a server of the older protocol sends those freely; resource
+/// subscriptions are not bridged), then left open until the client cancels it.
+pub fn listen(relay: &mut Relay, id: String, params: Option<&Value>) {
+    let asked = params.and_then(|p| p.get("notifications"));
+    let mut accepted = Map::new();
+    let mut methods = Vec::new();
+    for (key, method) in LIST_CHANGES {
+        if asked.and_then(|a| a.get(key)).and_then(Value::as_bool) == Some(true) {
+            accepted.insert(key.into(), Value::Bool(true));
+            methods.push(method.to_owned());
+        }
+    }
+    let subscription: Value = serde_json::from_str(&id).unwrap_or(Value::Null);
+    let params = json!({"_meta": {META_SUBSCRIPTION_ID: subscription}, "notifications": accepted});
+    relay.to_client(message::notification(
+        "notifications/subscriptions/acknowledged",
+        Some(&params),
+    ));
+    relay.session.listen = Some((id, methods));
+}
+
+/// A notification from the server to a bridged client: list changes go on its listen stream
+/// (or nowhere, as the client did not ask for them); everything else as it came.
+pub fn notify(relay: &Relay, method: &str, line: Vec<u8>) {
+    if !LIST_CHANGES.iter().any(|(_, m)| *m == method) {
+        return relay.to_client(line);
+    }
+    let Some((id, methods)) = &relay.session.listen else {
+        return;
+    };
+    if !methods.iter().any(|m| m == method) {
+        return;
+    }
+    let subscription: Value = serde_json::from_str(id).unwrap_or(Value::Null);
+    let params = json!({"_meta": {META_SUBSCRIPTION_ID: subscription}});
+    relay.to_client(message::notification(method, Some(&params)));
+}
 
 /// The upstream refused `server/discover` (`refusal`): initialise it with the client's
 /// capabilities and name from the discover request's `_meta`.

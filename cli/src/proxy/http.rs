@@ -78,8 +78,20 @@ pub fn connect(url: &str, headers: HeaderMap) -> anyhow::Result<Link> {
     });
     let finished = tokio::spawn(async move {
         while let Some(message) = outgoing.recv().await {
+            // `initialize` and notifications are delivered in order (the session must exist
+            // before anything else is sent, and `initialized` must follow it); requests run side
+            // by side, so a slow call does not hold up the rest.
+            let in_order = match message::classify(&message) {
+                Ok(Kind::Request { method, .. }) => method == "initialize",
+                Ok(Kind::Notification { .. }) => true,
+                _ => false,
+            };
             let shared = shared.clone();
-            tokio::spawn(async move { deliver(&shared, message).await });
+            if in_order {
+                deliver(&shared, message).await;
+            } else {
+                tokio::spawn(async move { deliver(&shared, message).await });
+            }
         }
         // The client is gone: end the GET stream and the session.
         if let Some(listening) = lock(&shared.listening).take() {
@@ -213,7 +225,10 @@ async fn post(shared: &Shared, message: &[u8], id: Option<&str>, is_initialize: 
     if let Some(session) = &session {
         request = request.header(SESSION_ID, session);
     }
-    if let Some(version) = version.or_else(|| lock(&shared.version).clone()) {
+    // The version `initialize` settled on wins: a 2026-07-28 client bridged to a server of the
+    // older protocol still marks its requests 2026-07-28.
+    let negotiated = lock(&shared.version).clone();
+    if let Some(version) = negotiated.or(version) {
         request = request.header(PROTOCOL_VERSION, version);
     }
     for (name, value) in routing {

@@ -135,6 +135,9 @@ struct Session {
     /// A 2026-07-28 client in front of an upstream that knows only `initialize`: the proxy
     /// did the handshake and stamps what the client's version requires on every result.
     bridged: bool,
+    /// A bridged client's open `subscriptions/listen` (its id) and the list-changed
+    /// notifications it accepted.
+    listen: Option<(String, Vec<String>)>,
 }
 
 /// Serves one client on `down_in`/`down_out` in front of `link` until either side ends.
@@ -266,6 +269,10 @@ impl Relay {
                     && let Some(id) = params.and_then(|p| cancelled_id(p.get()))
                 {
                     self.pending.remove(&id);
+                    if self.session.listen.as_ref().is_some_and(|(listen, _)| *listen == id) {
+                        self.session.listen = None;
+                        return;
+                    }
                 }
                 let initialized = method == "notifications/initialized";
                 self.to_upstream(line);
@@ -319,6 +326,7 @@ impl Relay {
                 self.to_upstream(line);
             }
             "resources/read" if files::is_ours(parsed.as_ref()) => files::read(self, id, parsed.as_ref(), modern),
+            "subscriptions/listen" if self.session.bridged => bridge::listen(self, id, parsed.as_ref()),
             _ => {
                 self.pending.insert(id, Pending::Plain(method));
                 self.to_upstream(line);
@@ -328,7 +336,22 @@ impl Relay {
 
     fn on_upstream(&mut self, line: Vec<u8>) {
         let Ok(Kind::Response { id, result }) = message::classify(&line) else {
-            // The server's own requests and notifications reach the client untouched.
+            // The server's own requests and notifications reach the client untouched (for a
+            // bridged client, list changes go on its listen stream).
+            if self.session.bridged {
+                match message::classify(&line) {
+                    Ok(Kind::Notification { method, .. }) => return bridge::notify(self, &method, line),
+                    // A 2026-07-28 client takes no requests from servers (it asks for input
+                    // through results instead); the server hears so at once, not never.
+                    Ok(Kind::Request { id, method, .. }) => {
+                        let text = format!(
+                            "lro proxy: the client speaks 2026-07-28, which has no server-to-client {method} request"
+                        );
+                        return self.to_upstream(message::error_response(&id_key(id), -32601, &text));
+                    }
+                    _ => {}
+                }
+            }
             return self.to_client(line);
         };
         let key = id_key(id);
@@ -396,16 +419,13 @@ impl Relay {
 
     /// Fails one request the upstream cannot answer.
     fn fail(&mut self, id: &str, reason: &str) {
-        if self
-            .pending
-            .remove(id)
-            .is_some_and(|p| !matches!(p, Pending::ToolCheck))
-        {
-            self.to_client(message::error_response(
-                id,
-                message::INTERNAL_ERROR,
-                &format!("lro proxy: {reason}"),
-            ));
+        let error = message::error_response(id, message::INTERNAL_ERROR, &format!("lro proxy: {reason}"));
+        match self.pending.remove(id) {
+            // A server of the older protocol over HTTP refuses `server/discover` with an HTTP
+            // error (no session yet) rather than "method not found": bridge it all the same.
+            Some(Pending::Discover(meta)) => bridge::start(self, id.to_owned(), meta, error),
+            Some(Pending::ToolCheck) | None => {}
+            Some(_) => self.to_client(error),
         }
     }
 

@@ -179,6 +179,6 @@ write(
         "kind": "generic",
         "inline": {},
         "sections": {"lines": {"count": 120, "required": ["n", "text"], "types": {"n": "integer", "text": "string"}}},
-        "recipes": ["list_all_lines", "count_lines", "first_10_lines", "search_text_lines"],
+        "recipes": ["list_all_lines", "count_lines", "first_10_lines"],
     },
 )
