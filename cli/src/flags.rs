@@ -159,17 +159,20 @@ pub struct ProxyArgs {
     pub command: Vec<String>,
 }
 
+/// `--descriptor`, which `offload` and `proxy` both take, as a configuration layer.
+fn descriptor_flag(style: &Option<String>) -> Option<Flag> {
+    style.as_ref().map(|style| Flag {
+        key: "descriptor",
+        name: "--descriptor",
+        value: style.clone(),
+    })
+}
+
 impl ProxyArgs {
     /// The configuration flags given.
     pub fn flags(&self) -> Vec<Flag> {
         let mut flags = self.config.flags();
-        if let Some(style) = &self.descriptor {
-            flags.push(Flag {
-                key: "descriptor",
-                name: "--descriptor",
-                value: style.clone(),
-            });
-        }
+        flags.extend(descriptor_flag(&self.descriptor));
         flags
     }
 }
@@ -214,13 +217,7 @@ impl OffloadArgs {
     /// The configuration flags, with those only `offload` has.
     pub fn flags(&self) -> Vec<Flag> {
         let mut flags = self.config.flags();
-        if let Some(style) = &self.descriptor {
-            flags.push(Flag {
-                key: "descriptor",
-                name: "--descriptor",
-                value: style.clone(),
-            });
-        }
+        flags.extend(descriptor_flag(&self.descriptor));
         if self.extract_tool {
             flags.push(Flag {
                 key: "extract_tool",

@@ -212,25 +212,32 @@ fn header_text(value: &str) -> String {
     }
 }
 
-async fn post(shared: &Shared, message: &[u8], id: Option<&str>, is_initialize: bool) -> Result<(), Failure> {
-    let (version, routing) = routing_headers(message);
+/// A POST of `body` with the transport's headers: `--header`s, the session, and the protocol
+/// version (the one `initialize` settled on wins over `version`, the message's own: a
+/// 2026-07-28 client bridged to a server of the older protocol still marks its requests
+/// 2026-07-28).
+fn post_request(shared: &Shared, body: Vec<u8>, version: Option<String>) -> reqwest::RequestBuilder {
     let mut request = shared
         .client
         .post(&shared.url)
         .headers(shared.headers.clone())
         .header(ACCEPT, "application/json, text/event-stream")
         .header(CONTENT_TYPE, "application/json")
-        .body(message.to_vec());
-    let session = lock(&shared.session).clone();
-    if let Some(session) = &session {
+        .body(body);
+    if let Some(session) = lock(&shared.session).clone() {
         request = request.header(SESSION_ID, session);
     }
-    // The version `initialize` settled on wins: a 2026-07-28 client bridged to a server of the
-    // older protocol still marks its requests 2026-07-28.
     let negotiated = lock(&shared.version).clone();
     if let Some(version) = negotiated.or(version) {
         request = request.header(PROTOCOL_VERSION, version);
     }
+    request
+}
+
+async fn post(shared: &Shared, message: &[u8], id: Option<&str>, is_initialize: bool) -> Result<(), Failure> {
+    let (version, routing) = routing_headers(message);
+    let session = lock(&shared.session).clone();
+    let mut request = post_request(shared, message.to_vec(), version);
     for (name, value) in routing {
         request = request.header(name, value);
     }
@@ -388,13 +395,7 @@ async fn reinitialize(shared: &Shared) -> anyhow::Result<()> {
     *lock(&shared.session) = None;
     let mut value: Value = serde_json::from_slice(&initialize).context("the saved initialize")?;
     value["id"] = Value::String("lro-proxy-reinitialize".into());
-    let response = shared
-        .client
-        .post(&shared.url)
-        .headers(shared.headers.clone())
-        .header(ACCEPT, "application/json, text/event-stream")
-        .header(CONTENT_TYPE, "application/json")
-        .body(value.to_string())
+    let response = post_request(shared, value.to_string().into_bytes(), None)
         .send()
         .await
         .map_err(|e| anyhow::anyhow!("{}", error_chain(&e)))?;
@@ -407,20 +408,7 @@ async fn reinitialize(shared: &Shared) -> anyhow::Result<()> {
     // Read the answer to the end, dropping it.
     let _ = response.bytes().await;
     if let Some(initialized) = initialized {
-        let mut request = shared
-            .client
-            .post(&shared.url)
-            .headers(shared.headers.clone())
-            .header(ACCEPT, "application/json, text/event-stream")
-            .header(CONTENT_TYPE, "application/json")
-            .body(initialized);
-        if let Some(session) = lock(&shared.session).clone() {
-            request = request.header(SESSION_ID, session);
-        }
-        if let Some(version) = lock(&shared.version).clone() {
-            request = request.header(PROTOCOL_VERSION, version);
-        }
-        let _ = request.send().await;
+        let _ = post_request(shared, initialized, None).send().await;
     }
     eprintln!(
         "lro proxy: the upstream server at {} forgot the session; a new one was started",
