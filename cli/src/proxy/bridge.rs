@@ -8,7 +8,7 @@
 
 use serde_json::{Map, Value, json};
 
-use super::message::{self, META_CLIENT_CAPABILITIES};
+use super::message::{self, META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION};
 use super::{Pending, Relay};
 
 /// The version the proxy speaks to such a server.
@@ -145,4 +145,22 @@ pub fn stamp(result: &str, pending: &Pending) -> Option<String> {
         }
     }
     changed.then(|| Value::Object(result).to_string())
+}
+
+/// A bridged client's request without the 2026-07-28 per-request protocol metadata
+/// (`protocolVersion`, `clientInfo`, `clientCapabilities` in `_meta`): the server holds an
+/// `initialize` session, whose version the metadata contradicts, and a server that checks
+/// (rmcp's HTTP transport) refuses such a request. `None` when there is nothing to remove.
+pub fn unmark(line: &[u8], params: Option<&Value>) -> Option<Vec<u8>> {
+    let mut params = params?.clone();
+    let meta = params.get_mut("_meta")?.as_object_mut()?;
+    let before = meta.len();
+    meta.retain(|key, _| ![META_PROTOCOL_VERSION, META_CLIENT_INFO, META_CLIENT_CAPABILITIES].contains(&key.as_str()));
+    if meta.len() == before {
+        return None;
+    }
+    if meta.is_empty() {
+        params.as_object_mut()?.remove("_meta");
+    }
+    message::with_params(line, &params)
 }

@@ -4,6 +4,7 @@
 //! proxy keeps serving while the server restarts; an expired session is re-initialised with
 //! the client's own `initialize`.
 
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -52,6 +53,9 @@ struct Shared {
     handshake: Mutex<Handshake>,
     events: mpsc::UnboundedSender<UpEvent>,
     listening: Mutex<Option<tokio::task::JoinHandle<()>>>,
+    /// The POSTs of requests still waiting for their answer, by id key: dropped when the
+    /// client cancels the request.
+    in_flight: Mutex<HashMap<String, tokio::task::AbortHandle>>,
 }
 
 /// Links to the streamable HTTP endpoint `url`, sending `headers` with every request.
@@ -75,6 +79,7 @@ pub fn connect(url: &str, headers: HeaderMap) -> anyhow::Result<Link> {
         handshake: Mutex::new((None, None)),
         events: events_tx,
         listening: Mutex::new(None),
+        in_flight: Mutex::new(HashMap::new()),
     });
     let finished = tokio::spawn(async move {
         while let Some(message) = outgoing.recv().await {
@@ -87,10 +92,38 @@ pub fn connect(url: &str, headers: HeaderMap) -> anyhow::Result<Link> {
                 _ => false,
             };
             let shared = shared.clone();
+            if let Some(cancelled) = cancelled(&message) {
+                // A 2026-07-28 server has no session to tie the notification to: it stops a
+                // request when the client drops its answer. Both are done, for either kind.
+                if let Some(post) = lock(&shared.in_flight).remove(&cancelled) {
+                    post.abort();
+                }
+                if lock(&shared.session).is_none() {
+                    continue;
+                }
+            }
             if in_order {
                 deliver(&shared, message).await;
             } else {
-                tokio::spawn(async move { deliver(&shared, message).await });
+                let id = match message::classify(&message) {
+                    Ok(Kind::Request { id, .. }) => Some(message::id_key(id)),
+                    _ => None,
+                };
+                // Held while spawning, so the task's own removal comes after the insertion.
+                let mut in_flight = lock(&shared.in_flight);
+                let task = tokio::spawn({
+                    let shared = shared.clone();
+                    let id = id.clone();
+                    async move {
+                        deliver(&shared, message).await;
+                        if let Some(id) = id {
+                            lock(&shared.in_flight).remove(&id);
+                        }
+                    }
+                });
+                if let Some(id) = id {
+                    in_flight.insert(id, task.abort_handle());
+                }
             }
         }
         // The client is gone: end the GET stream and the session.
@@ -108,6 +141,16 @@ pub fn connect(url: &str, headers: HeaderMap) -> anyhow::Result<Link> {
         }
     });
     Ok(Link { send, events, finished })
+}
+
+/// The id key of the request a `notifications/cancelled` names.
+fn cancelled(message: &[u8]) -> Option<String> {
+    match message::classify(message) {
+        Ok(Kind::Notification { method, params }) if method == "notifications/cancelled" => {
+            super::cancelled_id(params?.get())
+        }
+        _ => None,
+    }
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {

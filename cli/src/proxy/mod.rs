@@ -287,6 +287,11 @@ impl Relay {
         };
         let parsed: Option<Value> = params.as_deref().and_then(|p| serde_json::from_str(p).ok());
         let modern = message::is_modern(parsed.as_ref());
+        let line = if self.session.bridged && modern {
+            bridge::unmark(&line, parsed.as_ref()).unwrap_or(line)
+        } else {
+            line
+        };
         match method.as_str() {
             "initialize" => {
                 self.session.initialize_params = params.clone();
@@ -311,7 +316,10 @@ impl Relay {
             "tools/call" => match tools::Call::from_params(parsed.as_ref(), modern, &self.session) {
                 Some(call) if call.tool == tools::EXTRACT_TOOL => tools::extract(self, id, call),
                 Some(call) => {
-                    let marked = call.marked_line(&line, parsed.as_ref());
+                    // A bridged server's `initialize` carried the marker.
+                    let marked = (!self.session.bridged)
+                        .then(|| call.marked_line(&line, parsed.as_ref()))
+                        .flatten();
                     self.pending.insert(id, Pending::ToolsCall(call));
                     self.to_upstream(marked.unwrap_or(line));
                 }
@@ -451,7 +459,8 @@ fn retarget(line: &[u8], id: &str) -> Vec<u8> {
     value.to_string().into_bytes()
 }
 
-fn cancelled_id(params: &str) -> Option<String> {
+/// The `requestId` of `notifications/cancelled` params, as an id key.
+pub(super) fn cancelled_id(params: &str) -> Option<String> {
     let value: Value = serde_json::from_str(params).ok()?;
     Some(value.get("requestId")?.to_string())
 }

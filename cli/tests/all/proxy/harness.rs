@@ -230,7 +230,6 @@ fn lifecycle(generation: Generation) -> (ProtocolVersion, ClientLifecycleMode) {
 /// The proxy, serving in process between `upstream` and a new client.
 pub async fn wire(upstream: Upstream, settings: Settings, generation: Generation) -> Wired {
     let (server_end, proxy_up) = tokio::io::duplex(1 << 16);
-    let (proxy_down, client_end) = tokio::io::duplex(1 << 16);
     let kill = upstream.kill.clone();
     tokio::spawn(async move {
         if let Ok(server) = upstream.serve(server_end).await {
@@ -243,8 +242,18 @@ pub async fn wire(upstream: Upstream, settings: Settings, generation: Generation
         }
     });
     let (up_read, up_write) = tokio::io::split(proxy_up);
+    connect(upstream::stream(up_read, up_write, None), settings, generation).await
+}
+
+/// The proxy, serving in process between the streamable HTTP server at `url` and a new client.
+pub async fn wire_http(url: &str, settings: Settings, generation: Generation) -> Wired {
+    let link = proxy::http::connect(url, Default::default()).expect("a valid URL");
+    connect(link, settings, generation).await
+}
+
+async fn connect(link: upstream::Link, settings: Settings, generation: Generation) -> Wired {
+    let (proxy_down, client_end) = tokio::io::duplex(1 << 16);
     let (down_read, down_write) = tokio::io::split(proxy_down);
-    let link = upstream::stream(up_read, up_write, None);
     let ending = tokio::spawn(proxy::serve(settings, link, down_read, down_write));
     let (seen_tx, seen) = mpsc::unbounded_channel();
     let (version, mode) = lifecycle(generation);
@@ -285,4 +294,70 @@ pub async fn call(
 /// The text of a result's first content block.
 pub fn text(result: &CallToolResult) -> String {
     result.content[0].as_text().expect("a text block").text.clone()
+}
+
+/// `upstream` as rmcp's streamable HTTP server, on a loopback port, until `stop`.
+pub struct HttpUpstream {
+    pub url: String,
+    addr: std::net::SocketAddr,
+    upstream: Upstream,
+    accept: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl HttpUpstream {
+    pub async fn start(upstream: Upstream) -> Self {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        Self::serve(upstream, listener, addr)
+    }
+
+    fn serve(upstream: Upstream, listener: tokio::net::TcpListener, addr: std::net::SocketAddr) -> Self {
+        use rmcp::transport::streamable_http_server::{
+            StreamableHttpServerConfig, StreamableHttpService, session::local::LocalSessionManager,
+        };
+        let handler = upstream.clone();
+        let service: StreamableHttpService<Upstream, LocalSessionManager> = StreamableHttpService::new(
+            move || Ok(handler.clone()),
+            Default::default(),
+            StreamableHttpServerConfig::default(),
+        );
+        let accept = tokio::spawn(async move {
+            // Connections are tasks of this one, so stopping it drops every open connection too:
+            // what a server that went away looks like to its clients.
+            let mut connections = tokio::task::JoinSet::new();
+            while let Ok((stream, _)) = listener.accept().await {
+                let service = service.clone();
+                connections.spawn(async move {
+                    let hyper_service = hyper::service::service_fn(move |request| {
+                        let mut service = service.clone();
+                        async move { tower_service::Service::call(&mut service, request).await }
+                    });
+                    let _ = hyper::server::conn::http1::Builder::new()
+                        .serve_connection(hyper_util::rt::TokioIo::new(stream), hyper_service)
+                        .await;
+                });
+            }
+        });
+        HttpUpstream {
+            url: format!("http://{addr}/mcp"),
+            addr,
+            upstream,
+            accept: Some(accept),
+        }
+    }
+
+    /// The server goes away: its port refuses connections and its sessions are forgotten.
+    pub async fn stop(&mut self) {
+        if let Some(accept) = self.accept.take() {
+            accept.abort();
+            let _ = accept.await;
+        }
+    }
+
+    /// A new server on the same port, which knows none of the old sessions.
+    pub async fn restart(mut self) -> Self {
+        self.stop().await;
+        let listener = tokio::net::TcpListener::bind(self.addr).await.unwrap();
+        Self::serve(self.upstream.clone(), listener, self.addr)
+    }
 }

@@ -8,7 +8,7 @@ use std::path::Path;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use harness::{Generation, Upstream, call, direct, rows, text, wire};
+use harness::{Generation, HttpUpstream, Upstream, call, direct, rows, text, wire, wire_http};
 use lro_cli::proxy::{Ending, Settings};
 use rmcp::model::*;
 use serde_json::{Value, json};
@@ -357,4 +357,97 @@ async fn expired_files_are_swept_at_start_and_while_serving() {
     tokio::time::sleep(Duration::from_millis(2100)).await;
     let _ = prepared(settings.config.clone()).await;
     assert!(!Path::new(&left.files[0]).exists(), "swept at start");
+}
+
+#[tokio::test]
+async fn a_streamable_http_upstream_is_offloaded_and_forwarded_like_a_child() {
+    for generation in BOTH {
+        for legacy_upstream in [true, false] {
+            let dir = tempfile::tempdir().unwrap();
+            let upstream = Upstream::new(legacy_upstream);
+            let cancelled = upstream.cancelled.clone();
+            let server = HttpUpstream::start(upstream).await;
+            let mut wired = wire_http(&server.url, settings(dir.path(), 500).await, generation).await;
+            let what = format!("{generation:?}, legacy upstream: {legacy_upstream}");
+            let tools = wired
+                .client
+                .peer()
+                .list_all_tools()
+                .await
+                .expect("tools/list over HTTP");
+            assert_eq!(tools.last().map(|t| t.name.as_ref()), Some("lro_extract"), "{what}");
+
+            let result = call(&wired.client, "rows", json!({"n": 2000})).await.expect(&what);
+            let descriptor: Value = serde_json::from_str(&text(&result)).expect("a descriptor");
+            let file = descriptor["files"]["items"].as_str().unwrap().to_owned();
+            assert_eq!(data_lines(&file), rows(2000).as_array().unwrap().clone(), "{what}");
+            let counted = call(
+                &wired.client,
+                "lro_extract",
+                json!({"file_path": file, "query": "length", "slurp": true}),
+            )
+            .await
+            .expect("lro_extract answers");
+            assert_eq!(text(&counted), "2000", "{what}");
+
+            if legacy_upstream == matches!(generation, Generation::Legacy) {
+                let straight = direct(Upstream::new(legacy_upstream), generation).await;
+                for (tool, arguments) in [("rows", json!({"n": 3})), ("fail", json!({}))] {
+                    let proxied = call(&wired.client, tool, arguments.clone()).await.unwrap();
+                    let direct = call(&straight, tool, arguments).await.unwrap();
+                    assert_eq!(
+                        serde_json::to_value(&proxied).unwrap(),
+                        serde_json::to_value(&direct).unwrap(),
+                        "{tool}, {what}"
+                    );
+                }
+            }
+
+            // Progress comes back on the POST's event stream; the cancellation goes up as a POST.
+            let peer = wired.client.peer().clone();
+            let pending = tokio::spawn(async move { call_hang(&peer).await });
+            let progress = tokio::time::timeout(Duration::from_secs(5), wired.seen.recv())
+                .await
+                .expect("progress within 5 s");
+            assert_eq!(progress.as_deref(), Some("progress 1"), "{what}");
+            pending.abort();
+            let started = Instant::now();
+            while !cancelled.load(Ordering::SeqCst) {
+                assert!(started.elapsed() < Duration::from_secs(5), "{what}: cancelled upstream");
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        }
+    }
+}
+
+#[tokio::test]
+async fn an_http_upstream_that_goes_away_fails_calls_at_once_and_is_reconnected() {
+    for generation in BOTH {
+        let dir = tempfile::tempdir().unwrap();
+        let mut server = HttpUpstream::start(Upstream::new(false)).await;
+        let wired = wire_http(&server.url, settings(dir.path(), 500).await, generation).await;
+        let before = call(&wired.client, "rows", json!({"n": 3})).await.expect("a call");
+
+        server.stop().await;
+        let started = Instant::now();
+        let failed = call(&wired.client, "rows", json!({"n": 3}))
+            .await
+            .expect_err("no server, no answer");
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "failed in {:?}",
+            started.elapsed()
+        );
+        let message = format!("{failed:?}");
+        assert!(message.contains(&server.url), "the error names the server: {message}");
+
+        // A new server that has never heard of the proxy's session: the proxy initialises again.
+        let server = server.restart().await;
+        let after = call(&wired.client, "rows", json!({"n": 3}))
+            .await
+            .expect("the proxy reconnects to the restarted server");
+        assert_eq!(text(&after), text(&before), "{generation:?}");
+        assert!(!wired.ending.is_finished(), "the proxy kept serving");
+        drop(server);
+    }
 }
