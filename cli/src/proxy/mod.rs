@@ -31,7 +31,6 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use lro_host::{Config, Runtime};
 use serde_json::{Map, Value};
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::sync::mpsc;
@@ -50,59 +49,10 @@ pub enum Ending {
     Refused(String),
 }
 
-/// What the proxy needs besides its two connections.
-#[derive(Clone)]
-pub struct Settings {
-    /// The component.
-    pub runtime: Runtime,
-    /// The offload configuration; the proxy sets `extract_tool`, since it serves `lro_extract`.
-    /// `output_dir` should be absolute and canonical (`prepare`), so resource paths match the
-    /// descriptors'.
-    pub config: Config,
-    /// `lro_extract` as `tools/list` lists it (the component's definition).
-    pub tool_definition: String,
-}
-
-impl Settings {
-    /// Settings for `config` with `extract_tool` on, the output directory created and made
-    /// canonical (so a descriptor's `file_path` and a resource's path agree), and expired files
-    /// swept. It calls the component, so call it outside an async runtime (or in
-    /// `spawn_blocking`): the component's WASI layer runs its own.
-    pub fn prepare(runtime: Runtime, mut config: Config) -> Result<Self, lro_host::Error> {
-        config.extract_tool = true;
-        if config.output_dir.is_empty() {
-            config.output_dir = lro_host::default_output_dir().to_string_lossy().into_owned();
-        }
-        // Owner-only, as every offloading call would create it; the sweep then checks it.
-        use std::os::unix::fs::DirBuilderExt;
-        if let Err(e) = std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(&config.output_dir)
-        {
-            return Err(lro_host::Error::Directory {
-                path: config.output_dir.clone().into(),
-                message: e.to_string(),
-            });
-        }
-        runtime.sweep(&config, now_ms())?;
-        if let Ok(canonical) = std::fs::canonicalize(&config.output_dir) {
-            config.output_dir = canonical.to_string_lossy().into_owned();
-        }
-        let tool_definition = runtime.tool_definition()?;
-        Ok(Settings {
-            runtime,
-            config,
-            tool_definition,
-        })
-    }
-}
-
-fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
-}
+/// What the proxy needs besides its two connections: the component, the configuration
+/// (`extract_tool` on, `output_dir` canonical, so resource paths match the descriptors') and
+/// `lro_extract`'s definition, shared with every other MCP integration.
+pub use lro_host::mcp::Offloader as Settings;
 
 /// A client request the relay waits on the answer to.
 enum Pending {
@@ -227,14 +177,12 @@ where
 /// Sweeps expired files every `ttl/2` (at least once a second, at most once an hour), so
 /// files die on time while the proxy runs for days.
 async fn sweep_periodically(settings: Settings) {
-    let half =
-        Duration::from_secs(settings.config.ttl_seconds / 2).clamp(Duration::from_secs(1), Duration::from_secs(3600));
-    let mut ticks = tokio::time::interval(half);
+    let mut ticks = tokio::time::interval(settings.sweep_interval());
     ticks.tick().await; // the first tick is now; `Settings::prepare` already swept
     loop {
         ticks.tick().await;
         let settings = settings.clone();
-        let swept = tokio::task::spawn_blocking(move || settings.runtime.sweep(&settings.config, now_ms())).await;
+        let swept = tokio::task::spawn_blocking(move || settings.sweep()).await;
         if let Ok(Err(e)) = swept {
             eprintln!("lro proxy: sweeping expired files: {e}");
         }

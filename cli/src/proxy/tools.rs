@@ -2,6 +2,7 @@
 //! descriptor may replace the result, `lro_extract` appended), `tools/call` results intercepted,
 //! and `lro_extract` answered here by the sandboxed extractor.
 
+pub use lro_host::mcp::{EXTRACT_TOOL, error_text};
 use lro_host::{ToolCall, ToolOutcome};
 use serde::Deserialize;
 use serde_json::value::RawValue;
@@ -10,9 +11,6 @@ use serde_json::{Map, Value};
 use super::files::Offloaded;
 use super::message::{self, META_CLIENT_CAPABILITIES};
 use super::{Relay, Session};
-
-/// The extraction tool's name, as the component defines it.
-pub const EXTRACT_TOOL: &str = "lro_extract";
 
 /// A `tools/call` in flight.
 pub struct Call {
@@ -75,39 +73,14 @@ fn text_result(text: &str, is_error: bool, modern: bool) -> String {
     Value::Object(result).to_string()
 }
 
-/// An error as every host's `lro_extract` reports it: `kind: message`.
-pub fn error_text(error: &lro_host::Error) -> String {
-    match error {
-        lro_host::Error::Component(inner) => {
-            let message = match inner {
-                lro_host::ComponentError::InvalidConfig(m)
-                | lro_host::ComponentError::InvalidInput(m)
-                | lro_host::ComponentError::Io(m)
-                | lro_host::ComponentError::InvalidRequest(m)
-                | lro_host::ComponentError::NotFound(m)
-                | lro_host::ComponentError::OutsideDirectory(m)
-                | lro_host::ComponentError::NotLroFile(m)
-                | lro_host::ComponentError::Expired(m)
-                | lro_host::ComponentError::Corrupt(m)
-                | lro_host::ComponentError::InvalidFilter(m)
-                | lro_host::ComponentError::FilterFailed(m) => m,
-            };
-            format!("{}: {message}", error.kind())
-        }
-        other => format!("{}: {other}", other.kind()),
-    }
-}
-
 /// Runs `lro_extract` here. A refusal or a filter error is an `isError` result the model can
 /// read and correct, never a protocol error.
 pub fn extract(relay: &Relay, id: String, call: Call) {
     let settings = relay.settings.clone();
     let down = relay.down.clone();
     tokio::task::spawn_blocking(move || {
-        let result = match settings.runtime.call_tool(&settings.config, &call.arguments) {
-            Ok(extracted) => text_result(&extracted.text, false, call.modern),
-            Err(e) => text_result(&error_text(&e), true, call.modern),
-        };
+        let answer = settings.extract(&call.arguments);
+        let result = text_result(&answer.text, answer.is_error, call.modern);
         let _ = down.send(message::response(&id, &result));
     });
 }

@@ -13,6 +13,7 @@ mod jq_cases;
 mod mcp_cases;
 mod proxy;
 mod recipes_jq;
+mod rmcp_server;
 mod robustness;
 mod shared_cases;
 mod sweep;

@@ -1,0 +1,144 @@
+//! `lro_host::rmcp::WithLro` around the example server a user copies
+//! (host/examples/rmcp_server.rs, compiled here as it is), driven by rmcp's client: the Rust
+//! integration, as an rmcp server author adopts it.
+
+#[path = "../../../host/examples/rmcp_server.rs"]
+#[expect(dead_code, reason = "the example's `main` serves stdio; the test serves a pipe")]
+mod example;
+
+use std::time::Duration;
+
+use lro_host::mcp::Offloader;
+use lro_host::rmcp::WithLro;
+use rmcp::ServiceExt;
+use rmcp::model::CallToolRequestParams;
+use serde_json::{Value, json};
+
+use crate::common;
+
+async fn serve(config: lro_host::Config) -> rmcp::service::RunningService<rmcp::RoleClient, ()> {
+    let offloader = tokio::task::spawn_blocking(move || Offloader::prepare(common::RUNTIME.clone(), config))
+        .await
+        .unwrap()
+        .expect("the offloader prepares its directory");
+    let server = WithLro::with_offloader(example::Notes, offloader).expect("the wrapper");
+    let (server_end, client_end) = tokio::io::duplex(1 << 16);
+    tokio::spawn(async move {
+        if let Ok(running) = server.serve(server_end).await {
+            let _ = running.waiting().await;
+        }
+    });
+    ().serve(client_end).await.expect("the client connects")
+}
+
+async fn call(
+    client: &rmcp::service::RunningService<rmcp::RoleClient, ()>,
+    tool: &'static str,
+    arguments: Value,
+) -> rmcp::model::CallToolResult {
+    let params = CallToolRequestParams::new(tool).with_arguments(arguments.as_object().unwrap().clone());
+    client.peer().call_tool(params).await.expect("a result")
+}
+
+/// The arguments of the `lro_extract(key=value, ...)` call the guidance prints (JSON values).
+fn printed_call(guidance: &str) -> Value {
+    let start = guidance.find("lro_extract(").expect("the guidance shows a call") + "lro_extract(".len();
+    let mut rest = &guidance[start..];
+    let mut arguments = serde_json::Map::new();
+    while let Some((key, after)) = rest.split_once('=') {
+        let mut values = serde_json::Deserializer::from_str(after).into_iter::<Value>();
+        let value = values.next().expect("a JSON value").expect("a JSON value");
+        arguments.insert(key.trim().to_owned(), value);
+        rest = &after[values.byte_offset()..];
+        match rest.strip_prefix(", ") {
+            Some(next) => rest = next,
+            None => break,
+        }
+    }
+    Value::Object(arguments)
+}
+
+fn text(result: &rmcp::model::CallToolResult) -> String {
+    result.content[0].as_text().expect("a text block").text.clone()
+}
+
+#[tokio::test]
+async fn the_example_server_offloads_lists_lro_extract_and_answers_its_guidance() {
+    let dir = tempfile::tempdir().unwrap();
+    let client = serve(common::config(dir.path(), 1600)).await;
+
+    let tools = client.peer().list_all_tools().await.unwrap();
+    let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
+    assert_eq!(
+        names,
+        ["count_notes", "search_notes", "lro_extract"],
+        "rmcp's order, then ours"
+    );
+    assert!(
+        tools[1].output_schema.is_none(),
+        "search_notes may be offloaded: its outputSchema would reject a descriptor"
+    );
+
+    let small = call(&client, "search_notes", json!({"count": 4})).await;
+    let notes = example::notes(4);
+    assert_eq!(
+        small.structured_content,
+        Some(json!({"notes": notes})),
+        "small results pass"
+    );
+
+    let large = call(&client, "search_notes", json!({})).await;
+    let descriptor: Value = serde_json::from_str(&text(&large)).expect("a descriptor");
+    let file = descriptor["files"]["notes"]
+        .as_str()
+        .expect("the notes' file")
+        .to_owned();
+    let lines: Vec<example::Note> = std::fs::read_to_string(&file)
+        .unwrap()
+        .lines()
+        .skip(1)
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines, example::notes(300), "the file holds the result");
+
+    // The model's next call, exactly as the guidance prints it.
+    let guidance = descriptor["guidance"].as_str().unwrap();
+    let printed = printed_call(guidance);
+    assert_eq!(printed["file_path"], json!(file), "{guidance}");
+    let answered = call(&client, "lro_extract", printed).await;
+    assert_ne!(answered.is_error, Some(true), "{}", text(&answered));
+    assert!(text(&answered).contains("\"note-0000\""), "{}", text(&answered));
+    let counted = call(
+        &client,
+        "lro_extract",
+        json!({"file_path": file, "query": "length", "slurp": true}),
+    )
+    .await;
+    assert_eq!(text(&counted), "300");
+    let refused = call(
+        &client,
+        "lro_extract",
+        json!({"file_path": "/etc/passwd", "query": "."}),
+    )
+    .await;
+    assert_eq!(refused.is_error, Some(true));
+    assert!(text(&refused).starts_with("outside-directory: "), "{}", text(&refused));
+}
+
+#[tokio::test]
+async fn the_wrapper_sweeps_expired_files_while_serving() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = common::config(dir.path(), 1600);
+    config.ttl_seconds = 1;
+    let client = serve(config).await;
+    let large = call(&client, "search_notes", json!({})).await;
+    let descriptor: Value = serde_json::from_str(&text(&large)).unwrap();
+    let file = descriptor["files"]["notes"].as_str().unwrap().to_owned();
+    assert!(std::path::Path::new(&file).exists());
+    // ttl 1 s: swept every second, so gone within a few.
+    let started = std::time::Instant::now();
+    while std::path::Path::new(&file).exists() {
+        assert!(started.elapsed() < Duration::from_secs(6), "the expired file was swept");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}

@@ -1,0 +1,132 @@
+//! What every MCP integration of the component does, written once: `lro proxy` (a message relay
+//! in front of any server) and [`crate::rmcp::WithLro`] (a wrapper of an rmcp server) both
+//! start from an [`Offloader`].
+//!
+//! An integration offers `lro_extract` (the spec's native extraction), so `extract_tool` is
+//! always on; it lists the tool with the component's own definition, answers it with
+//! [`Offloader::extract`], passes each complete `tools/call` result through
+//! [`Runtime::intercept`](crate::Runtime::intercept), and sweeps expired files at start and
+//! every [`Offloader::sweep_interval`].
+//!
+//! Component calls block for as long as the component runs (a filter may take up to its
+//! deadline) and the component's WASI layer runs its own async executor, so in an async server
+//! make them on a blocking thread (`tokio::task::spawn_blocking`), never on the executor.
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use crate::{ComponentError, Config, Error, Runtime};
+
+/// The name of the extraction tool, as the component defines it.
+pub const EXTRACT_TOOL: &str = "lro_extract";
+
+/// The component, the configuration and the tool definition an MCP integration serves with.
+#[derive(Clone)]
+pub struct Offloader {
+    /// The component.
+    pub runtime: Runtime,
+    /// The offload configuration, `extract_tool` on; `output_dir` is absolute and canonical
+    /// (so a descriptor's `file_path` and a path the integration builds agree).
+    pub config: Config,
+    /// `lro_extract` as `tools/list` lists it: the component's definition, JSON text.
+    pub tool_definition: String,
+}
+
+/// What `lro_extract` answers: the text of a `CallToolResult`'s one text block, and whether it
+/// is an error result (a refusal or a filter error the model can read and correct).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExtractAnswer {
+    /// The extracted values, or `kind: message` for an error.
+    pub text: String,
+    /// True for a refusal or a filter error.
+    pub is_error: bool,
+}
+
+impl Offloader {
+    /// An offloader for `config` with `extract_tool` on, the output directory (empty: the
+    /// default, [`crate::default_output_dir`]) created owner-only and made canonical, and
+    /// expired files swept. It calls the component: see the module documentation.
+    pub fn prepare(runtime: Runtime, mut config: Config) -> Result<Self, Error> {
+        config.extract_tool = true;
+        if config.output_dir.is_empty() {
+            config.output_dir = crate::default_output_dir().to_string_lossy().into_owned();
+        }
+        // Owner-only, as every offloading call would create it; the sweep then checks it.
+        use std::os::unix::fs::DirBuilderExt;
+        if let Err(e) = std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(&config.output_dir)
+        {
+            return Err(Error::Directory {
+                path: config.output_dir.clone().into(),
+                message: e.to_string(),
+            });
+        }
+        runtime.sweep(&config, now_ms())?;
+        if let Ok(canonical) = std::fs::canonicalize(&config.output_dir) {
+            config.output_dir = canonical.to_string_lossy().into_owned();
+        }
+        let tool_definition = runtime.tool_definition()?;
+        Ok(Offloader {
+            runtime,
+            config,
+            tool_definition,
+        })
+    }
+
+    /// How often to sweep while serving: every `ttl/2`, at least once a second and at most once
+    /// an hour, so files die on time in a server that runs for days.
+    pub fn sweep_interval(&self) -> Duration {
+        Duration::from_secs(self.config.ttl_seconds / 2).clamp(Duration::from_secs(1), Duration::from_secs(3600))
+    }
+
+    /// Deletes the expired files now.
+    pub fn sweep(&self) -> Result<crate::SweepReport, Error> {
+        self.runtime.sweep(&self.config, now_ms())
+    }
+
+    /// Answers a call of `lro_extract` with these `arguments` (JSON text, passed as they came so
+    /// the component checks them against its own schema).
+    pub fn extract(&self, arguments: &str) -> ExtractAnswer {
+        match self.runtime.call_tool(&self.config, arguments) {
+            Ok(extracted) => ExtractAnswer {
+                text: extracted.text,
+                is_error: false,
+            },
+            Err(e) => ExtractAnswer {
+                text: error_text(&e),
+                is_error: true,
+            },
+        }
+    }
+}
+
+/// An error as every host's `lro_extract` reports it: `kind: message`.
+pub fn error_text(error: &Error) -> String {
+    match error {
+        Error::Component(inner) => {
+            let message = match inner {
+                ComponentError::InvalidConfig(m)
+                | ComponentError::InvalidInput(m)
+                | ComponentError::Io(m)
+                | ComponentError::InvalidRequest(m)
+                | ComponentError::NotFound(m)
+                | ComponentError::OutsideDirectory(m)
+                | ComponentError::NotLroFile(m)
+                | ComponentError::Expired(m)
+                | ComponentError::Corrupt(m)
+                | ComponentError::InvalidFilter(m)
+                | ComponentError::FilterFailed(m) => m,
+            };
+            format!("{}: {message}", error.kind())
+        }
+        other => format!("{}: {other}", other.kind()),
+    }
+}
+
+/// Milliseconds since the Unix epoch, the component's `timestamp-ms`.
+pub fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
