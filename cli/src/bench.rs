@@ -2,6 +2,8 @@
 //! a shared, noisy machine. Medians throughout; every comparison runs the same input the same
 //! number of times, interleaved, so a slow patch hits both sides of a ratio alike.
 
+mod proxy;
+
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -485,6 +487,11 @@ pub fn run(dir: &Path, quick: bool, only: Option<&str>) -> anyhow::Result<Figure
             figure: format!("{worst_bare} tokens (target ≤ 100)"),
             met: worst_bare <= 100,
         });
+    }
+
+    // ---- proxy -----------------------------------------------------------------------------
+    if wants("proxy") {
+        proxy::section(&mut out, &mut targets, &work, quick)?;
     }
 
     // ---- summary ---------------------------------------------------------------------------

@@ -57,6 +57,10 @@ pub enum Command {
     /// server (a command, or a streamable HTTP URL), offload large tool results, and serve
     /// `lro_extract` and the offloaded files as resources (docs/PROXY.md).
     Proxy(ProxyArgs),
+    /// Show the proxy at work: `lro proxy` in front of a sample memory server, a scripted
+    /// client session (the descriptor, `lro_extract` answers), and the configuration line for
+    /// a real client.
+    Demo(DemoArgs),
     /// Measure offload, extraction, instantiation and descriptor sizes against the same code
     /// compiled to machine code and the system jq; print a Markdown report (build with
     /// --release for real figures).
@@ -76,7 +80,7 @@ pub struct BenchArgs {
     #[arg(long)]
     pub quick: bool,
     /// Run one section only.
-    #[arg(long, value_parser = ["offload", "extract", "calls", "descriptors"])]
+    #[arg(long, value_parser = ["offload", "extract", "calls", "descriptors", "proxy"])]
     pub only: Option<String>,
 }
 
@@ -305,6 +309,16 @@ pub struct RecipesArgs {
 }
 
 #[derive(Args)]
+pub struct DemoArgs {
+    /// Memories in the sample server.
+    #[arg(long, default_value_t = 500)]
+    pub count: usize,
+    /// Offload directory [default: the proxy's, `lro-<uid>` in the system temporary directory].
+    #[arg(long, value_name = "DIR")]
+    pub output_dir: Option<String>,
+}
+
+#[derive(Args)]
 pub struct SampleArgs {
     /// Detail level of the records.
     #[arg(long, value_enum, default_value_t = Level::Full)]
@@ -321,6 +335,10 @@ pub struct SampleArgs {
     /// Print inject input: {"records": [...], "text": "..."} with a budgeted text of the first records.
     #[arg(long, conflicts_with = "hits")]
     pub inject: bool,
+    /// Serve the records as an MCP memory server over stdio (tools recall_memories and
+    /// count_memories) instead of printing them: an upstream for `lro proxy` to try.
+    #[arg(long, conflicts_with = "inject")]
+    pub serve: bool,
 }
 
 /// The WIT `operation` enum, as clap parses it.

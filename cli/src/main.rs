@@ -17,6 +17,7 @@ mod bench;
 mod cmd;
 mod flags;
 mod output;
+mod session;
 
 use flags::{Cli, Command};
 
@@ -50,6 +51,7 @@ fn run(cli: &Cli) -> anyhow::Result<()> {
         Command::Sample(args) => cmd::sample::run(args),
         Command::Bench(args) => cmd::bench::run(args),
         Command::Proxy(args) => cmd::proxy::run(cli, args),
+        Command::Demo(args) => cmd::demo::run(args),
     }
 }
 

@@ -2,6 +2,7 @@
 
 pub mod bench;
 pub mod component;
+pub mod demo;
 pub mod extract;
 pub mod offload;
 pub mod proxy;

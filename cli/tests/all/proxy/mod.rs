@@ -451,3 +451,101 @@ async fn an_http_upstream_that_goes_away_fails_calls_at_once_and_is_reconnected(
         drop(server);
     }
 }
+
+/// `lro proxy -- lro sample --serve`: both real processes, what `lro bench` and the README run.
+#[tokio::test]
+async fn the_real_binary_in_front_of_the_sample_server() {
+    use rmcp::ServiceExt;
+    let dir = tempfile::tempdir().unwrap();
+    let lro = env!("CARGO_BIN_EXE_lro");
+    let mut child = tokio::process::Command::new(lro)
+        .args(["proxy", "--threshold", "1600", "--output-dir"])
+        .arg(dir.path())
+        .args(["--", lro, "sample", "--serve", "--count", "300", "--seed", "7"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let pipes = (child.stdout.take().unwrap(), child.stdin.take().unwrap());
+    let client = ().serve(pipes).await.expect("an MCP session through the proxy");
+    let tools = client.peer().list_all_tools().await.unwrap();
+    let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
+    assert_eq!(names, ["recall_memories", "count_memories", "lro_extract"]);
+
+    let tool_call = |name: &'static str, arguments: Value| {
+        let params = CallToolRequestParams::new(name).with_arguments(arguments.as_object().unwrap().clone());
+        client.peer().call_tool(params)
+    };
+    let count = tool_call("count_memories", json!({})).await.unwrap();
+    assert_eq!(
+        count.structured_content,
+        Some(json!({"count": 300})),
+        "small results pass"
+    );
+
+    let all = tool_call("recall_memories", json!({"limit": 0})).await.unwrap();
+    let descriptor: Value = serde_json::from_str(&text(&all)).expect("a descriptor");
+    // MIF records: a record-level descriptor, one file.
+    let file = descriptor["file_path"].as_str().expect("the memories' file").to_owned();
+    let sample = std::process::Command::new(lro)
+        .args(["sample", "--count", "300", "--seed", "7"])
+        .output()
+        .unwrap();
+    let sample: Value = serde_json::from_slice(&sample.stdout).unwrap();
+    assert_eq!(
+        data_lines(&file),
+        sample.as_array().unwrap().clone(),
+        "the file holds the store"
+    );
+
+    let three = tool_call("recall_memories", json!({"query": "", "limit": 3}))
+        .await
+        .unwrap();
+    let three: Value = serde_json::from_str(&text(&three)).unwrap();
+    assert_eq!(three["memories"].as_array().map(Vec::len), Some(3), "3 memories inline");
+    let refused = tool_call("recall_memories", json!({"limit": "ten"})).await;
+    assert!(
+        format!("{refused:?}").contains("limit must be a non-negative integer"),
+        "{refused:?}"
+    );
+    client.cancel().await.unwrap();
+    let status = tokio::time::timeout(Duration::from_secs(5), child.wait())
+        .await
+        .expect("the proxy ends when its client does")
+        .unwrap();
+    assert!(status.success(), "{status:?}");
+}
+
+/// `lro demo`, the README's first command: the whole session runs and prints each step.
+#[test]
+fn lro_demo_plays_a_session_through_the_proxy() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_lro"))
+        .args(["demo", "--output-dir"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(
+        stdout.contains("recall_memories, count_memories, lro_extract"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("The server answered with 500 memories"), "{stdout}");
+    assert!(
+        stdout.contains("    lro_extract(query=\"length\", slurp=true)\n    500\n"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("\"args\":[\"proxy\",\"--\",\"npx\""), "{stdout}");
+    let files: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+    assert_eq!(
+        files.len(),
+        1,
+        "the one offloaded file stays for the reader to try jq on"
+    );
+}
