@@ -4,23 +4,28 @@ The component owns all LRO behaviour; this package only moves values in and out,
 call and reports events, as docs/HOSTS.md requires of every host:
 
     from lro_wasm import Lro
-    lro = Lro("lro.wasm", on_event=print)
+    lro = Lro(on_event=print)                     # the component bundled in the package
     cfg = lro.config(output_dir="/tmp/lro-demo", threshold_tokens=500)
     out = lro.offload(cfg, {"operation": "recall", "records": records})
 
 Configuration uses the spec's `[prompt.offload]` names (`threshold_tokens`, `ttl_seconds`,
 `output_dir`, `extract_tool`, ...), and its defaults are the component's own
 (`configuration.defaults`, `Lro.defaults()`): a config dict may be partial. An empty or omitted
-`output_dir` is the default directory, `default_output_dir()`.
+`output_dir` is the default directory, `default_output_dir()`. `load_config` reads the same keys
+from a TOML file and the `ATLATL_PROMPT__OFFLOAD__*` environment, as the `lro` command does.
 
 Values are plain dicts, lists, strings and numbers in the JSON form of docs/HOSTS.md (a WIT
 `json` result is the component's JSON text). A WIT error raises `LroError(kind, message)`; so do
 the limits and host failures, with kinds that are not WIT cases (`HOST_KINDS`). An unusable
 offload directory never fails `offload` or `intercept`: they degrade, as for a failed write.
 
+The MCP integration, `lro_wasm.mcp.LroExtension`, needs the `mcp` extra (`pip install
+lro-wasm[mcp]`); nothing else here imports mcp.
+
 Modules: `_convert` (the JSON form <-> wasmtime values, by the component's types),
 `_directory` (the offload directory), `_sandbox` (the sandboxed call and trap mapping),
-`_cache` (compiling and caching the component), `_errors` (LroError).
+`_cache` (compiling and caching the component), `_settings` (the configuration file and
+environment), `_errors` (LroError), `mcp` (the MCP server integration).
 """
 
 from __future__ import annotations
@@ -28,15 +33,18 @@ from __future__ import annotations
 import copy
 import logging
 import os
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Mapping, Optional
 
-from . import _cache
+from . import _cache, _settings
 from ._convert import field_names, lower, snake, unknown_fields
 from ._directory import Unusable, absolute, default_output_dir, owner_only, prepare_dir
 from ._errors import HOST_KINDS, LroError, bad
 from ._sandbox import Sandbox, new_engine
 
-__all__ = ["Lro", "LroError", "HOST_KINDS", "default_output_dir", "wasm_path"]
+__all__ = ["Lro", "LroError", "HOST_KINDS", "default_output_dir", "wasm_path", "__version__"]
+
+#: The package's version: the project's one version, the same as the workspace's crates.
+__version__ = "0.1.0"
 
 log = logging.getLogger("lro")
 
@@ -48,14 +56,24 @@ WRITE, SWEEP, READ = "write", "sweep", "read"
 DIR_PROBLEM = "dir_problem"
 
 
+# Where a built package keeps the component (package data, put there by the build backend).
+BUNDLED = os.path.join(os.path.dirname(os.path.abspath(__file__)), "lro.wasm")
+
+
 def wasm_path() -> str:
-    """The component named by $LRO_WASM; a clear error when it is unset or missing."""
+    """The component `Lro()` loads when given no path: $LRO_WASM when it is set, else the one
+    bundled in this package. LroError `load` when $LRO_WASM names no file, or when it is unset
+    and nothing is bundled (a source checkout that was never built)."""
     path = os.environ.get("LRO_WASM", "")
-    if not path:
-        raise RuntimeError("LRO_WASM is not set: point it at the component (`lro component -o lro.wasm`)")
-    if not os.path.isfile(path):
-        raise RuntimeError(f"LRO_WASM={path}: no such file (build it with `lro component -o {path}`)")
-    return path
+    if path:
+        if not os.path.isfile(path):
+            raise LroError("load", f"LRO_WASM={path}: no such file (build it with `lro component -o {path}`)")
+        return path
+    if os.path.isfile(BUNDLED):
+        return BUNDLED
+    raise LroError("load", f"no component: LRO_WASM is not set and none is bundled at {BUNDLED} (a source "
+                   "checkout: `pip wheel bindings/python` builds the package with it, or set LRO_WASM to a "
+                   "component from `lro component -o lro.wasm`)")
 
 
 class Lro:
@@ -72,9 +90,10 @@ class Lro:
         filter_memory: int = 512 << 20,
         cache_dir: Optional[str] = "default",
     ):
-        """`wasm`: the component's path (default: $LRO_WASM). `on_event` receives every event
-        as a dict with `kind`, during the call that causes it. Deadlines are seconds, memory caps
-        bytes; the filter limits apply to `extract`, `call_tool` and `query`, which run user
+        """`wasm`: the component's path; when None, $LRO_WASM, else the component bundled in
+        the package (`wasm_path()`). `on_event` receives every event as a dict with `kind`,
+        during the call that causes it. Deadlines are seconds, memory caps bytes; the filter
+        limits apply to `extract`, `call_tool` and `query`, which run user
         filters. `cache_dir`: where to keep the compiled component ("default": $LRO_CACHE_DIR,
         else $XDG_CACHE_HOME/lro or ~/.cache/lro; None: no cache). One `Lro` may be shared by
         threads: each call has its own store and instance. A file that is not a loadable lro
@@ -83,7 +102,7 @@ class Lro:
         self.deadline, self.memory = deadline, memory
         self.filter_deadline, self.filter_memory = filter_deadline, filter_memory
 
-        path = wasm or wasm_path()
+        path = os.fspath(wasm) if wasm is not None else wasm_path()
         engine = new_engine()
         cache = _cache.cache_dir() if cache_dir == "default" else cache_dir
         self._sandbox = Sandbox(engine, _cache.load(engine, _cache.read(path), cache, path), path)
@@ -114,6 +133,19 @@ class Lro:
         over them. An unknown name, or a value of the wrong type, raises LroError
         `invalid-config` naming it."""
         return self._merge(overrides)
+
+    def load_config(self, config_file: Any = None, *, environ: Optional[Mapping[str, str]] = None,
+                    **keys: Any) -> dict:
+        """A full config read as the `lro` command reads it (docs/CONFIGURATION.md): `keys`
+        (the spec's `[prompt.offload]` names, `tools` as in `config`, or a dict of tool names
+        to their settings) over the `ATLATL_PROMPT__OFFLOAD__*` variables of `environ`
+        (default: `os.environ`), over the `[prompt.offload]` and `[prompt.offload.tools.NAME]`
+        tables of the TOML file `config_file`, over the defaults. A bad value, an unknown key or
+        an unreadable file raises LroError `invalid-config` naming the key and where it came
+        from (`prompt.offload.threshold_tokens (from ATLATL_PROMPT__OFFLOAD__THRESHOLD_TOKENS):
+        expected a whole number ...`)."""
+        return self._merge(_settings.layered(self.defaults(), config_file=config_file, environ=environ,
+                                             arguments=keys, where="the arguments of load_config"))
 
     # ---- the component's functions ------------------------------------------------------
 

@@ -7,6 +7,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
+try:  # optional (`pip install lro-wasm[orjson]`): several times faster than json for records
+    import orjson
+except ImportError:  # pragma: no cover - depends on the environment
+    orjson = None
+
 from wasmtime.component import (
     Bool,
     EnumType,
@@ -24,8 +29,8 @@ from wasmtime.component import (
 
 from ._errors import LroError, bad, kind_at
 
-# WIT `json` fields and arguments (`type json = string`): a non-string value is serialised for
-# them (HOSTS.md). This list cannot be derived: the component model erases a type alias of a
+# WIT `json` fields and arguments (`type json = string`): text (a str, or UTF-8 bytes) is passed
+# as it is, any other value is serialised for them (HOSTS.md). This list cannot be derived: the component model erases a type alias of a
 # primitive. wasmtime-py lists `json` among an interface's type exports, but every field and
 # parameter declared `json` has the same plain `String()` type as any other string, with nothing
 # to tell them apart. tests/test_host.py checks that each name here still is a string field or
@@ -35,6 +40,36 @@ JSON_INPUTS = frozenset({"records", "arguments", "result", "meta", "params", "in
 # Config keys renamed to the spec's names, so that an old key gets a pointer to its new name.
 # Only a hint: it is given only when the new name is a field of the record being converted.
 RENAMED = {"threshold": "threshold_tokens", "ttl": "ttl_seconds", "dir": "output_dir", "native": "extract_tool"}
+
+
+def dumps(value: Any, where: str = "value") -> str:
+    """`value` as compact JSON text (`json.dumps(v, separators=(",", ":"), ensure_ascii=False)`),
+    by orjson when it is installed. orjson refuses a few values json takes (non-string keys,
+    integers over 64 bits): those fall back to json, so whatever json serialises is accepted
+    either way (orjson also serialises datetimes, UUIDs, enums and dataclasses, and writes NaN as
+    null where json writes NaN). A value neither can serialise is an LroError naming `where`."""
+    if orjson is not None:
+        try:
+            return orjson.dumps(value).decode()
+        except orjson.JSONEncodeError:
+            pass
+    try:
+        return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    except (TypeError, ValueError) as e:
+        raise LroError(kind_at(where), f"{where}: cannot be serialised as JSON: {e}") from None
+
+
+def json_text(value: Any, where: str) -> str:
+    """A WIT `json` input: text passed verbatim (UTF-8 bytes decoded, never parsed or
+    serialised again), any other value serialised."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        try:
+            return bytes(value).decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise LroError(kind_at(where), f"{where}: JSON bytes must be UTF-8: {e.reason} at byte {e.start}") from None
+    return dumps(value, where)
 
 
 def snake(kebab: str) -> str:
@@ -84,7 +119,7 @@ def lower(ty: Any, value: Any, where: str) -> Any:
         if isinstance(value, str):
             return value
         if where.rsplit(".", 1)[-1] in JSON_INPUTS and value is not None:
-            return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+            return json_text(value, where)
         raise bad(where, "a string", value)
     if isinstance(ty, Bool):
         if not isinstance(value, bool):

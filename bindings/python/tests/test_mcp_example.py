@@ -7,14 +7,13 @@ exactly the records the generators made; a small result stays inline."""
 import asyncio
 import json
 import os
-import re
 import stat
 import sys
 
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
-from conftest import HOST_DIR
+from conftest import HOST_DIR, guidance_calls
 from lro_wasm import Lro
 
 EXAMPLE = HOST_DIR / "examples" / "mcp_server.py"
@@ -26,7 +25,8 @@ OFFLOADABLE = {"search_notes", "recall_memories", "list_memories"}
 
 
 def server(wasm, dir):
-    env = {"LRO_WASM": wasm, "ATLATL_PROMPT__OFFLOAD__OUTPUT_DIR": str(dir)}
+    # The package from this source tree (PYTHONPATH), the component from LRO_WASM.
+    env = {"PYTHONPATH": str(HOST_DIR), "LRO_WASM": wasm, "ATLATL_PROMPT__OFFLOAD__OUTPUT_DIR": str(dir)}
     if "LRO_CACHE_DIR" in os.environ:
         env["LRO_CACHE_DIR"] = os.environ["LRO_CACHE_DIR"]
     return StdioServerParameters(command=sys.executable, args=[str(EXAMPLE)], env=env)
@@ -36,23 +36,6 @@ def lines(result):
     assert not result.is_error, result.content
     [content] = result.content
     return content.text.split("\n")
-
-
-def guidance_calls(guidance):
-    """The arguments of every `lro_extract(name=VALUE, ...)` in the guidance text, VALUE being
-    JSON, as a model would read them off."""
-    decoder = json.JSONDecoder()
-    calls = []
-    for match in re.finditer(r"lro_extract\(", guidance):
-        i, arguments = match.end(), {}
-        while guidance[i] != ")":
-            name = re.match(r"\s*(\w+)=", guidance[i:])
-            assert name, f"cannot read the call at {guidance[match.start():match.start() + 120]!r}"
-            value, i = decoder.raw_decode(guidance, i + name.end())
-            arguments[name.group(1)] = value
-            i += len(guidance[i:]) - len(guidance[i:].lstrip(", "))
-        calls.append(arguments)
-    return calls
 
 
 def test_guidance_calls_are_read_as_printed():
