@@ -580,3 +580,24 @@ fn offload_tool_reads_and_prints_call_tool_results() {
         stderr(&out)
     );
 }
+
+/// One version across the crates, the WIT package and the Python and npm packages
+/// (CHANGELOG.md, "Versions").
+#[test]
+fn every_artifact_carries_the_one_version() {
+    let version = env!("CARGO_PKG_VERSION");
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let read = |path: &str| std::fs::read_to_string(root.join(path)).unwrap_or_else(|e| panic!("{path}: {e}"));
+    assert!(
+        read("wit/world.wit").contains(&format!("package lro:component@{version};")),
+        "wit/world.wit"
+    );
+    let pyproject: toml::Table = toml::from_str(&read("bindings/python/pyproject.toml")).unwrap();
+    assert_eq!(pyproject["project"]["version"].as_str(), Some(version), "pyproject.toml");
+    let package: serde_json::Value = serde_json::from_str(&read("bindings/node/package.json")).unwrap();
+    assert_eq!(package["version"].as_str(), Some(version), "package.json");
+    assert!(
+        read("CHANGELOG.md").contains(&format!("## {version}")),
+        "CHANGELOG.md has an entry for {version}"
+    );
+}
