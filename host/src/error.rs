@@ -47,6 +47,27 @@ impl Error {
         matches!(self, Error::Component(_))
     }
 
+    /// The component's own message, for its documented errors; `None` for limits, traps and
+    /// host failures, whose text is this error's `Display`.
+    pub fn component_message(&self) -> Option<&str> {
+        match self {
+            Error::Component(
+                ComponentError::InvalidConfig(m)
+                | ComponentError::InvalidInput(m)
+                | ComponentError::Io(m)
+                | ComponentError::InvalidRequest(m)
+                | ComponentError::NotFound(m)
+                | ComponentError::OutsideDirectory(m)
+                | ComponentError::NotLroFile(m)
+                | ComponentError::Expired(m)
+                | ComponentError::Corrupt(m)
+                | ComponentError::InvalidFilter(m)
+                | ComponentError::FilterFailed(m),
+            ) => Some(m),
+            _ => None,
+        }
+    }
+
     /// True when a time, memory or stack limit stopped the call.
     pub fn is_limit(&self) -> bool {
         matches!(self, Error::Timeout(_) | Error::MemoryLimit(_) | Error::StackOverflow)

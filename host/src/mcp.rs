@@ -14,7 +14,7 @@
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use crate::{ComponentError, Config, Error, Runtime};
+use crate::{Config, Error, Runtime};
 
 /// The name of the extraction tool, as the component defines it.
 pub const EXTRACT_TOOL: &str = "lro_extract";
@@ -103,24 +103,9 @@ impl Offloader {
 
 /// An error as every host's `lro_extract` reports it: `kind: message`.
 pub fn error_text(error: &Error) -> String {
-    match error {
-        Error::Component(inner) => {
-            let message = match inner {
-                ComponentError::InvalidConfig(m)
-                | ComponentError::InvalidInput(m)
-                | ComponentError::Io(m)
-                | ComponentError::InvalidRequest(m)
-                | ComponentError::NotFound(m)
-                | ComponentError::OutsideDirectory(m)
-                | ComponentError::NotLroFile(m)
-                | ComponentError::Expired(m)
-                | ComponentError::Corrupt(m)
-                | ComponentError::InvalidFilter(m)
-                | ComponentError::FilterFailed(m) => m,
-            };
-            format!("{}: {message}", error.kind())
-        }
-        other => format!("{}: {other}", other.kind()),
+    match error.component_message() {
+        Some(message) => format!("{}: {message}", error.kind()),
+        None => format!("{}: {error}", error.kind()),
     }
 }
 

@@ -9,8 +9,8 @@ use std::sync::{Arc, Mutex};
 
 use crate::common::{RUNTIME, reason_name};
 use lro_host::{
-    ComponentError, Config, DescriptorStyle, Detail, Error, Event, ExtractRequest, ExtractResult, Operation, Options,
-    Outcome, RecipeLibrary, Request, ToolCall, ToolOutcome, ToolSettings,
+    Config, DescriptorStyle, Detail, Error, Event, ExtractRequest, ExtractResult, Operation, Options, Outcome,
+    RecipeLibrary, Request, ToolCall, ToolOutcome, ToolSettings,
 };
 use serde_json::{Map, Value, json};
 
@@ -118,23 +118,10 @@ fn operation(value: &Value) -> Operation {
 // ---- WIT values -> JSON form ---------------------------------------------------------------
 
 fn error_json(error: &Error) -> Value {
-    let message = match error {
-        Error::Component(
-            ComponentError::InvalidConfig(m)
-            | ComponentError::InvalidInput(m)
-            | ComponentError::Io(m)
-            | ComponentError::InvalidRequest(m)
-            | ComponentError::NotFound(m)
-            | ComponentError::OutsideDirectory(m)
-            | ComponentError::NotLroFile(m)
-            | ComponentError::Expired(m)
-            | ComponentError::Corrupt(m)
-            | ComponentError::InvalidFilter(m)
-            | ComponentError::FilterFailed(m),
-        ) => m.clone(),
-        // Limits and host failures carry host-specific text; no case expects them.
-        other => other.to_string(),
-    };
+    // Limits and host failures carry host-specific text; no case expects them.
+    let message = error
+        .component_message()
+        .map_or_else(|| error.to_string(), str::to_owned);
     json!({"kind": error.kind(), "message": message})
 }
 
