@@ -593,7 +593,11 @@ fn every_artifact_carries_the_one_version() {
         "wit/world.wit"
     );
     let pyproject: toml::Table = toml::from_str(&read("bindings/python/pyproject.toml")).unwrap();
-    assert_eq!(pyproject["project"]["version"].as_str(), Some(version), "pyproject.toml");
+    assert_eq!(
+        pyproject["project"]["version"].as_str(),
+        Some(version),
+        "pyproject.toml"
+    );
     let package: serde_json::Value = serde_json::from_str(&read("bindings/node/package.json")).unwrap();
     assert_eq!(package["version"].as_str(), Some(version), "package.json");
     assert!(
