@@ -69,7 +69,7 @@ export function shapesOf(gen) {
   if (!shapes) {
     const path = join(gen, 'types.json');
     if (!existsSync(path)) {
-      throw new LroError('load', `${gen} holds no type table (types.json): run \`LRO_WASM=/path/to/lro.wasm npm run build\``);
+      throw new LroError('load', `${gen} holds no type table (types.json): run \`npm run build\` in the Node binding (it transpiles $LRO_WASM, or the component cargo builds from the repository)`);
     }
     shapes = new Shapes(JSON.parse(readFileSync(path, 'utf8')));
     loaded.set(gen, shapes);

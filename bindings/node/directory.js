@@ -24,7 +24,7 @@ export function absoluteDir(given) {
 
 /** An OS error as Rust's io::Error prints it ("No such file or directory (os error 2)"), so the
  * three hosts word directory problems alike (they can reach the shared cases' expected files). */
-function osError(e) {
+export function osError(e) {
   const text = typeof e?.errno === 'number' ? getSystemErrorMap().get(e.errno)?.[1] : undefined;
   return text ? `${text[0].toUpperCase()}${text.slice(1)} (os error ${-e.errno})` : `${e?.message ?? e}`;
 }

@@ -2,7 +2,7 @@
 // call (one preopen at its own path, read-only rules, a fresh instance, limits, private files,
 // events), with arguments and results in the JSON form of that page. Types: gen/lro.d.ts.
 //
-//   import { Lro } from './lro.js';
+//   import { Lro } from 'lro-wasm';          // this file, as the package `lro-wasm` exports it
 //   const lro = new Lro({ onEvent: (e) => console.error(e) });
 //   const out = await lro.offload({ output_dir: '/tmp/lro-demo', threshold_tokens: 500 }, { operation: 'recall', records });
 //   lro.close();
@@ -122,7 +122,7 @@ async function compile(gen, limits) {
   const key = `${gen}:${limits.memory}:${limits.filterMemory}`;
   if (compiled?.key === key) return compiled.modules;
   if (!existsSync(join(gen, 'component.js'))) {
-    throw new LroError('load', `${gen} holds no transpiled component: run \`LRO_WASM=/path/to/lro.wasm npm run build\` in ${here}`);
+    throw new LroError('load', `${gen} holds no transpiled component: run \`npm run build\` in ${here} (it transpiles $LRO_WASM, or the component cargo builds from the repository)`);
   }
   const names = readdirSync(gen).filter((n) => /^component\.core\d*\.wasm$/.test(n));
   const bytes = Object.fromEntries(names.map((n) => [n, readFileSync(join(gen, n))]));

@@ -1,4 +1,6 @@
-// Builds gen/ from the component named by $LRO_WASM:
+// Builds gen/ from the component: $LRO_WASM when set, else the guest built from this repository
+// with cargo (scripts/component.js). Run by `npm run build` and by `prepack`, so that `npm pack`
+// makes a complete package from a fresh clone.
 //   gen/component.js, gen/component.d.ts, gen/interfaces/*.d.ts, gen/component.core*.wasm
 //                       jco's transpilation (async instantiation, so that each call can
 //                       instantiate a fresh instance with its own imports) and its declarations
@@ -12,6 +14,7 @@ import { createHash } from 'node:crypto';
 import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { ComponentError, findComponent } from './component.js';
 
 const here = dirname(dirname(fileURLToPath(import.meta.url)));
 const wit = join(here, '..', '..', 'wit');
@@ -21,16 +24,18 @@ function fail(message) {
   process.exit(1);
 }
 
-const wasm = process.env.LRO_WASM;
-if (!wasm) {
-  fail('LRO_WASM is not set: point it at the component, e.g. LRO_WASM=/tmp/lro.wasm '
-    + '(made by `lro component -o /tmp/lro.wasm`)');
-}
-if (!existsSync(wasm)) fail(`LRO_WASM=${wasm}: no such file (make it with \`lro component -o ${wasm}\`)`);
 const jco = join(here, 'node_modules', '.bin', 'jco');
 if (!existsSync(jco)) {
   // Not `npm ci`: the lock file lacks jco's optional platform packages, so `npm ci` refuses it.
   fail('jco is not installed: run `npm install` in bindings/node first');
+}
+
+let wasm;
+try {
+  wasm = findComponent(join(here, '..', '..'));
+} catch (e) {
+  if (e instanceof ComponentError) fail(e.message);
+  throw e;
 }
 
 const gen = join(here, 'gen');

@@ -1,8 +1,8 @@
-// End to end: the SDK's own Client spawns examples/mcp-server.js over stdio. The tools it lists
-// are rewritten by the component (no outputSchema where results may be offloaded, lro_extract
-// exactly as the component defines it); a large result comes back as a descriptor of a private
-// file; every lro_extract call the descriptor's guidance prints works as printed; lro_extract
-// reads exactly the expected records; a small result stays inline.
+// End to end: the SDK's own Client spawns examples/mcp-server.js (an McpServer with withLro) over
+// stdio. The tools it lists are rewritten by the component (no outputSchema where results may be
+// offloaded, lro_extract exactly as the component defines it); a large result comes back as a
+// descriptor of a private file; every lro_extract call the descriptor's guidance prints works as
+// printed; lro_extract reads exactly the expected records; a small result stays inline.
 import assert from 'node:assert/strict';
 import { existsSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -12,46 +12,9 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { getNote, searchNotes } from '../examples/notes.js';
 import { Lro } from '../lro.js';
-import { HOST, requireComponent } from './support.js';
+import { guidanceCalls, HOST, requireComponent } from './support.js';
 
 requireComponent();
-
-/**
- * Every `lro_extract(name=VALUE, ...)` in a text, as the arguments object it spells: each VALUE is
- * JSON (`file_path="..."`, `recipe=2`, `params={"namespace": "_semantic"}`, `slurp=true`).
- */
-function guidanceCalls(text) {
-  const calls = [];
-  const open = 'lro_extract(';
-  for (let at = text.indexOf(open); at !== -1; at = text.indexOf(open, at)) {
-    let i = at + open.length;
-    const args = {};
-    for (;;) {
-      const name = /^\s*([a-z_]+)=/.exec(text.slice(i));
-      assert.ok(name, `no argument name at ${JSON.stringify(text.slice(i, i + 40))}`);
-      i += name[0].length;
-      const start = i;
-      // A JSON value ends at the first `,` or `)` outside strings, objects and arrays.
-      let depth = 0;
-      let inString = false;
-      for (; i < text.length; i++) {
-        const c = text[i];
-        if (inString) {
-          if (c === '\\') i++;
-          else if (c === '"') inString = false;
-        } else if (c === '"') inString = true;
-        else if (c === '{' || c === '[') depth++;
-        else if (c === '}' || c === ']') depth--;
-        else if (depth === 0 && (c === ',' || c === ')')) break;
-      }
-      args[name[1]] = JSON.parse(text.slice(start, i));
-      if (text[i++] === ')') break;
-    }
-    calls.push(args);
-    at = i;
-  }
-  return calls;
-}
 
 describe('examples/mcp-server.js through the MCP SDK client', () => {
   const dir = mkdtempSync(join(tmpdir(), 'lro-mcp-test-'));

@@ -20,3 +20,40 @@ export function requireComponent() {
   const built = JSON.parse(readFileSync(source, 'utf8'));
   assert.equal(built.sha256, sha256, `gen/ was transpiled from another build of ${built.wasm}: run \`npm run build\``);
 }
+
+/**
+ * Every `lro_extract(name=VALUE, ...)` in a text, as the arguments object it spells: each VALUE is
+ * JSON (`file_path="..."`, `recipe=2`, `params={"namespace": "_semantic"}`, `slurp=true`).
+ */
+export function guidanceCalls(text) {
+  const calls = [];
+  const open = 'lro_extract(';
+  for (let at = text.indexOf(open); at !== -1; at = text.indexOf(open, at)) {
+    let i = at + open.length;
+    const args = {};
+    for (;;) {
+      const name = /^\s*([a-z_]+)=/.exec(text.slice(i));
+      assert.ok(name, `no argument name at ${JSON.stringify(text.slice(i, i + 40))}`);
+      i += name[0].length;
+      const start = i;
+      // A JSON value ends at the first `,` or `)` outside strings, objects and arrays.
+      let depth = 0;
+      let inString = false;
+      for (; i < text.length; i++) {
+        const c = text[i];
+        if (inString) {
+          if (c === '\\') i++;
+          else if (c === '"') inString = false;
+        } else if (c === '"') inString = true;
+        else if (c === '{' || c === '[') depth++;
+        else if (c === '}' || c === ']') depth--;
+        else if (depth === 0 && (c === ',' || c === ')')) break;
+      }
+      args[name[1]] = JSON.parse(text.slice(start, i));
+      if (text[i++] === ')') break;
+    }
+    calls.push(args);
+    at = i;
+  }
+  return calls;
+}

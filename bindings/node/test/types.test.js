@@ -3,7 +3,7 @@
 // the default directory), and the generated declarations describe the API as it is called.
 import assert from 'node:assert/strict';
 import {
-  chmodSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync,
+  chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync,
 } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -218,6 +218,51 @@ describe('the generated declarations (gen/lro.d.ts)', () => {
       assert.ok(errors.some((e) => /'threshold' does not exist in type 'ConfigInput'/.test(e)), errors.join('\n'));
       assert.ok(errors.some((e) => /'number' is not assignable to type 'string'/.test(e)), errors.join('\n'));
       assert.ok(errors.some((e) => /'"fetch"' is not assignable to type 'Operation'/.test(e)), errors.join('\n'));
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('the package\'s declarations, through its exports', () => {
+  it('`lro-wasm` and `lro-wasm/mcp` type-check withLro on an McpServer and a Server, and refuse an old name', async () => {
+    const { default: ts } = await import('typescript-compiler-api');
+    const pkg = JSON.parse(readFileSync(join(HOST, 'package.json'), 'utf8'));
+    assert.deepEqual(pkg.exports['.'], { types: './gen/lro.d.ts', default: './lro.js' });
+    assert.deepEqual(pkg.exports['./mcp'], { types: './mcp.d.ts', default: './mcp.js' });
+    assert.ok(pkg.files.includes('mcp.d.ts'), 'mcp.d.ts is in `files`');
+    // A project that has installed lro-wasm and the SDK: resolved by package name and `exports`.
+    const dir = mkdtempSync(join(tmpdir(), 'lro-mcp-dts-'));
+    try {
+      mkdirSync(join(dir, 'node_modules'));
+      symlinkSync(HOST, join(dir, 'node_modules', 'lro-wasm'));
+      for (const name of ['@modelcontextprotocol', 'zod']) symlinkSync(join(HOST, 'node_modules', name), join(dir, 'node_modules', name));
+      const good = join(dir, 'good.mts');
+      const bad = join(dir, 'bad.mts');
+      writeFileSync(good, `import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+        import { Server } from '@modelcontextprotocol/sdk/server/index.js';
+        import { Lro, type ConfigInput } from 'lro-wasm';
+        import { withLro, withLroServer, loadConfig, sweepInterval, envVar, type LroMcpOptions } from 'lro-wasm/mcp';
+        const options: LroMcpOptions = { threshold_tokens: 500, ttl_seconds: 60n, configFile: 'lro.toml', lro: new Lro(),
+          tools: [{ name: 'search', sections: ['items'] }], env: { HOME: '/root' } };
+        const high: McpServer = withLro(new McpServer({ name: 'a', version: '1' }), options);
+        const low: Server = withLroServer(new Server({ name: 'b', version: '1' }, { capabilities: { tools: {} } }));
+        const config: ConfigInput = loadConfig({ options: { prefix: 'p' }, env: {}, base: { extract_tool: true } });
+        console.log(high, low, config.prefix, sweepInterval(60) + 1, envVar('prefix').length);
+      `);
+      writeFileSync(bad, `import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+        import { withLro, withLroServer } from 'lro-wasm/mcp';
+        withLro(new McpServer({ name: 'a', version: '1' }), { threshold: 500 });
+        withLroServer(new McpServer({ name: 'a', version: '1' }));
+      `);
+      const check = (file) => ts.getPreEmitDiagnostics(ts.createProgram([file], {
+        strict: true, noEmit: true, target: ts.ScriptTarget.ES2022, module: ts.ModuleKind.NodeNext, skipLibCheck: true,
+        moduleResolution: ts.ModuleResolutionKind.NodeNext, types: [], lib: ['lib.es2022.d.ts', 'lib.dom.d.ts'],
+      })).map((d) => `${d.code}: ${ts.flattenDiagnosticMessageText(d.messageText, '\n')}`);
+      assert.deepEqual(check(good), []);
+      const errors = check(bad);
+      assert.ok(errors.some((e) => /'threshold' does not exist in type 'LroMcpOptions'/.test(e)), errors.join('\n'));
+      assert.ok(errors.some((e) => /'McpServer' is not assignable to parameter of type 'Server/.test(e)), errors.join('\n'));
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

@@ -1,0 +1,265 @@
+// The configuration withLro reads (config.js), checked against the rules of the `lro` command
+// (host/src/config.rs): options > environment > TOML file > base > the component's defaults,
+// every key from every layer, the environment's text forms, the file's tool tables, and errors
+// that name the key and where it came from, in the command's words.
+import assert from 'node:assert/strict';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, describe, it } from 'node:test';
+import { envVar, KEYS, loadConfig } from '../config.js';
+import { Lro, LroError } from '../lro.js';
+import { REPO, requireComponent } from './support.js';
+
+requireComponent();
+
+const dir = mkdtempSync(join(tmpdir(), 'lro-config-test-'));
+after(() => rmSync(dir, { recursive: true, force: true }));
+let files = 0;
+/** A TOML file with `text`; its path. */
+function toml(text) {
+  const path = join(dir, `config-${files++}.toml`);
+  writeFileSync(path, text);
+  return path;
+}
+
+/** The LroError `fn` throws: kind invalid-config, and its message. */
+function refused(fn) {
+  try {
+    fn();
+  } catch (e) {
+    assert.ok(e instanceof LroError, `not an LroError: ${e?.stack ?? e}`);
+    assert.equal(e.kind, 'invalid-config', e.message);
+    return e.message;
+  }
+  assert.fail('no error was thrown');
+}
+
+describe('layers', () => {
+  it('options beat the environment, which beats the file, which beats the base', () => {
+    const file = toml('[prompt.offload]\nthreshold_tokens = 100\nttl_seconds = 60\nprefix = "lro"\nmax_files = 7\n');
+    const env = { [envVar('threshold_tokens')]: '200', [envVar('ttl_seconds')]: '70' };
+    const base = { threshold_tokens: 1, ttl_seconds: 2, prefix: 'base', max_files: 3, extract_tool: true };
+    assert.deepEqual(loadConfig({ options: { threshold_tokens: 300 }, env, configFile: file, base }),
+      { threshold_tokens: 300, ttl_seconds: 70, prefix: 'lro', max_files: 7, extract_tool: true });
+    assert.deepEqual(loadConfig({ env, configFile: file, base }),
+      { threshold_tokens: 200, ttl_seconds: 70, prefix: 'lro', max_files: 7, extract_tool: true });
+    assert.deepEqual(loadConfig({ env: {}, configFile: file, base }),
+      { threshold_tokens: 100, ttl_seconds: 60, prefix: 'lro', max_files: 7, extract_tool: true });
+    assert.deepEqual(loadConfig({ env: {}, base }), base);
+    // Nothing set anywhere: nothing in the config, so every key takes the component's default.
+    assert.deepEqual(loadConfig({ env: {} }), {});
+  });
+
+  it('reads process.env when no env is given', () => {
+    const name = envVar('prefix');
+    const before = process.env[name];
+    process.env[name] = 'fromenv';
+    try {
+      assert.deepEqual(loadConfig(), { prefix: 'fromenv' });
+    } finally {
+      if (before === undefined) delete process.env[name];
+      else process.env[name] = before;
+    }
+  });
+
+  it('tool settings merge key by key, options over the file, in the order tools first appear', () => {
+    const file = toml('[prompt.offload.tools.search]\nthreshold_tokens = 500\nsections = ["items"]\n'
+      + '[prompt.offload.tools.ls]\nenabled = false\n');
+    const config = loadConfig({ env: {}, configFile: file, options: { tools: [{ name: 'search', threshold_tokens: 900 }, { name: 'new', inline_keys: ['total'] }] } });
+    assert.deepEqual(config.tools, [
+      { name: 'search', threshold_tokens: 900, sections: ['items'] },
+      { name: 'ls', enabled: false },
+      { name: 'new', inline_keys: ['total'] },
+    ]);
+  });
+});
+
+describe('every key, from every layer', () => {
+  // key, its TOML value, its text (environment), its JS value (options), the value it must give.
+  const table = [
+    ['enabled', 'false', 'false', false, false],
+    ['threshold_tokens', '77', '77', 77, 77],
+    ['ttl_seconds', '60', '60', 60, 60],
+    ['output_dir', '"/x"', '/x', '/x', '/x'],
+    ['prefix', '"lro"', 'lro', 'lro', 'lro'],
+    ['descriptor', '"bare"', 'bare', 'bare', 'bare'],
+    ['schema_version', '"0.2"', '0.2', '0.2', '0.2'],
+    ['extract_tool', 'true', 'true', true, true],
+    ['recipes', '"v1"', 'v1', 'v1', 'v1'],
+    ['max_bytes', '1000', '1000', 1000, 1000],
+    ['max_files', '3', '3', 3, 3],
+  ];
+
+  it('the table walks every key, and docs/CONFIGURATION.md documents each', () => {
+    assert.deepEqual(table.map((row) => row[0]), [...KEYS]);
+    const reference = readFileSync(join(REPO, 'docs', 'CONFIGURATION.md'), 'utf8');
+    for (const key of KEYS) assert.ok(reference.includes(`| \`${key}\` |`), `docs/CONFIGURATION.md's table lacks ${key}`);
+  });
+
+  for (const [key, tomlValue, text, js, want] of table) {
+    it(key, () => {
+      assert.deepEqual(loadConfig({ env: {}, configFile: toml(`[prompt.offload]\n${key} = ${tomlValue}\n`) }), { [key]: want });
+      assert.deepEqual(loadConfig({ env: { [envVar(key)]: text } }), { [key]: want });
+      assert.deepEqual(loadConfig({ env: {}, options: { [key]: js } }), { [key]: want });
+    });
+  }
+
+  it('what the layers give is a config the component takes', async () => {
+    const lro = new Lro();
+    try {
+      const config = loadConfig({
+        env: { [envVar('ttl_seconds')]: '18446744073709551615', [envVar('descriptor')]: 'bare' },
+        configFile: toml('[prompt.offload]\nprefix = "notes"\n[prompt.offload.tools.search]\nsections = ["items"]\nthreshold_tokens = 10\n'),
+        options: { threshold_tokens: 500, extract_tool: true },
+      });
+      assert.equal(config.ttl_seconds, 2n ** 64n - 1n, 'a u64 past 2^53 stays exact, as a BigInt');
+      const tools = JSON.parse(await lro.rewriteTools(config, [{ name: 'search', inputSchema: { type: 'object' } }]));
+      assert.deepEqual(tools.map((t) => t.name), ['search', 'lro_extract']);
+    } finally {
+      lro.close();
+    }
+  });
+});
+
+describe('the environment', () => {
+  const one = (key, text) => loadConfig({ env: { [envVar(key)]: text } })[key];
+
+  it('switches: true, false, 1, 0, in any case', () => {
+    for (const [text, want] of [['true', true], ['TRUE', true], ['True', true], ['1', true], ['false', false], ['FALSE', false], ['0', false]]) {
+      assert.equal(one('enabled', text), want, text);
+    }
+    assert.equal(refused(() => one('extract_tool', 'yes')),
+      'prompt.offload.extract_tool (from ATLATL_PROMPT__OFFLOAD__EXTRACT_TOOL): expected true or false, got "yes"');
+  });
+
+  it('whole numbers: surrounding blanks and a plus sign allowed, as Rust parses them', () => {
+    assert.equal(one('threshold_tokens', ' 42 '), 42);
+    assert.equal(one('threshold_tokens', '+5'), 5);
+    assert.equal(one('threshold_tokens', '4294967295'), 4294967295);
+    assert.equal(one('max_bytes', '18446744073709551615'), 2n ** 64n - 1n);
+    assert.equal(one('max_bytes', '9007199254740991'), Number.MAX_SAFE_INTEGER, 'a Number while it is exact');
+  });
+
+  it('a bad number names the variable, the range and the text, in the lro command\'s words', () => {
+    assert.equal(refused(() => one('threshold_tokens', 'lots')),
+      'prompt.offload.threshold_tokens (from ATLATL_PROMPT__OFFLOAD__THRESHOLD_TOKENS): expected a whole number from 0 to 4294967295, got "lots"');
+    assert.equal(refused(() => one('max_files', '-1')),
+      'prompt.offload.max_files (from ATLATL_PROMPT__OFFLOAD__MAX_FILES): expected a whole number from 0 to 4294967295, got "-1"');
+    assert.match(refused(() => one('threshold_tokens', '4294967296')), /expected a whole number from 0 to 4294967295, got "4294967296"$/);
+    assert.match(refused(() => one('ttl_seconds', '1.5')), /^prompt\.offload\.ttl_seconds \(from ATLATL_PROMPT__OFFLOAD__TTL_SECONDS\): expected a whole number from 0 to 18446744073709551615, got "1.5"$/);
+    assert.match(refused(() => one('max_bytes', '18446744073709551616')), /got "18446744073709551616"$/);
+  });
+
+  it('a word outside the choices is refused; strings are taken as they are', () => {
+    assert.equal(refused(() => one('descriptor', 'rich')),
+      'prompt.offload.descriptor (from ATLATL_PROMPT__OFFLOAD__DESCRIPTOR): expected "full" or "bare", got "rich"');
+    assert.match(refused(() => one('recipes', 'v3')), /expected "v2" or "v1", got "v3"$/);
+    assert.equal(one('output_dir', ' /tmp/with space '), ' /tmp/with space ');
+  });
+
+  it('a variable under an old name is refused, naming the new one', () => {
+    for (const [old, now] of [['threshold', 'threshold_tokens'], ['ttl', 'ttl_seconds'], ['dir', 'output_dir'], ['native', 'extract_tool']]) {
+      assert.equal(refused(() => loadConfig({ env: { [envVar(old)]: '1' } })),
+        `prompt.offload.${old} (from ${envVar(old)}): renamed: set ${envVar(now)} instead`);
+    }
+  });
+
+  it('variables of other programs are left alone', () => {
+    assert.deepEqual(loadConfig({ env: { ATLATL_PROMPT__BUDGET: '3', PATH: '/bin' } }), {});
+  });
+});
+
+describe('the TOML file', () => {
+  it('other tables of the file are ignored, and a file without [prompt.offload] sets nothing', () => {
+    const file = toml('[server]\nport = 1\n[prompt]\nbudget = 3\n[prompt.offload]\nenabled = false\n');
+    assert.deepEqual(loadConfig({ env: {}, configFile: file }), { enabled: false });
+    assert.deepEqual(loadConfig({ env: {}, configFile: toml('[server]\nport = 1\n') }), {});
+  });
+
+  it('a bad value names the key and the file', () => {
+    const file = toml('[prompt.offload]\nenabled = "yes"\n');
+    assert.equal(refused(() => loadConfig({ env: {}, configFile: file })),
+      `prompt.offload.enabled (from ${file}): expected true or false, got "yes"`);
+    const float = toml('[prompt.offload]\nthreshold_tokens = 5.0\n');
+    assert.match(refused(() => loadConfig({ env: {}, configFile: float })),
+      /^prompt\.offload\.threshold_tokens \(from .*\): expected a whole number from 0 to 4294967295, got 5$/);
+    const negative = toml('[prompt.offload]\nmax_files = -1\n');
+    assert.match(refused(() => loadConfig({ env: {}, configFile: negative })), /got -1$/);
+    const text = toml('[prompt.offload]\nprefix = 5\n');
+    assert.match(refused(() => loadConfig({ env: {}, configFile: text })), /^prompt\.offload\.prefix \(from .*\): expected a string, got 5$/);
+  });
+
+  it('an unknown key is an error naming it, the file, the new name of an old one, and the known keys', () => {
+    const file = toml('[prompt.offload]\nttl = 5\n');
+    assert.equal(refused(() => loadConfig({ env: {}, configFile: file })),
+      `unknown key prompt.offload.ttl in ${file} (now ttl_seconds); known keys: ${KEYS.join(', ')}`);
+    const other = toml('[prompt.offload]\ncolour = "red"\n');
+    assert.equal(refused(() => loadConfig({ env: {}, configFile: other })),
+      `unknown key prompt.offload.colour in ${other}; known keys: ${KEYS.join(', ')}`);
+  });
+
+  it('[prompt.offload.tools.NAME] tables configure each tool, and their bad values are named', () => {
+    const file = toml('[prompt.offload.tools.github_search]\nthreshold_tokens = 500\nsections = ["items"]\ninline_keys = ["total_count"]\n'
+      + '[prompt.offload.tools.ls]\nenabled = false\n');
+    assert.deepEqual(loadConfig({ env: {}, configFile: file }).tools, [
+      { name: 'github_search', threshold_tokens: 500, sections: ['items'], inline_keys: ['total_count'] },
+      { name: 'ls', enabled: false },
+    ]);
+    const sections = toml('[prompt.offload.tools.ls]\nsections = "items"\n');
+    assert.equal(refused(() => loadConfig({ env: {}, configFile: sections })),
+      `prompt.offload.tools.ls.sections (from ${sections}): expected a list of strings, got "items"`);
+    const unknown = toml('[prompt.offload.tools.ls]\nthreshold = 5\n');
+    assert.equal(refused(() => loadConfig({ env: {}, configFile: unknown })),
+      `prompt.offload.tools.ls.threshold (from ${unknown}): unknown key; known keys: enabled, threshold_tokens, sections, inline_keys`);
+    const notTable = toml('[prompt.offload]\ntools = 5\n');
+    assert.equal(refused(() => loadConfig({ env: {}, configFile: notTable })), `config file ${notTable}: [prompt.offload.tools] must be a table`);
+  });
+
+  it('a missing file, a file that is not TOML, and a [prompt.offload] that is no table are named', () => {
+    const missing = join(dir, 'missing.toml');
+    assert.equal(refused(() => loadConfig({ env: {}, configFile: missing })), `config file ${missing}: No such file or directory (os error 2)`);
+    const broken = toml('[prompt.offload\n');
+    assert.match(refused(() => loadConfig({ env: {}, configFile: broken })), new RegExp(`^config file ${broken}: .+`));
+    const scalar = toml('[prompt]\noffload = 5\n');
+    assert.equal(refused(() => loadConfig({ env: {}, configFile: scalar })), `config file ${scalar}: [prompt.offload] must be a table`);
+  });
+});
+
+describe('the options', () => {
+  const options = (o, others = []) => loadConfig({ env: {}, options: o, source: 'withLro options', others });
+
+  it('values are checked as in the file, naming the options as their source', () => {
+    assert.equal(refused(() => options({ threshold_tokens: '500' })),
+      'prompt.offload.threshold_tokens (from withLro options): expected a whole number from 0 to 4294967295, got "500"');
+    assert.equal(refused(() => options({ enabled: 'yes' })), 'prompt.offload.enabled (from withLro options): expected true or false, got "yes"');
+    assert.equal(refused(() => options({ ttl_seconds: 1.5 })),
+      'prompt.offload.ttl_seconds (from withLro options): expected a whole number from 0 to 18446744073709551615, got 1.5');
+    assert.equal(options({ ttl_seconds: 2n ** 60n }).ttl_seconds, 2n ** 60n);
+    assert.equal(options({ ttl_seconds: 60n }).ttl_seconds, 60, 'a BigInt that fits is a Number');
+  });
+
+  it('an unknown key names the spec\'s name for an old one, and the other options', () => {
+    assert.equal(refused(() => options({ threshold: 5 }, ['configFile', 'env', 'lro'])),
+      `unknown key prompt.offload.threshold in withLro options (now threshold_tokens); known keys: ${KEYS.join(', ')}, tools; `
+      + 'other options: configFile, env, lro');
+    assert.deepEqual(options({ configFile: 'x', prefix: 'p' }, ['configFile']), { prefix: 'p' });
+  });
+
+  it('tools: a list of {name, ...} objects; null means not set; anything else is named', () => {
+    assert.deepEqual(options({ tools: [{ name: 'a', enabled: null, threshold_tokens: 5, sections: null }] }).tools,
+      [{ name: 'a', threshold_tokens: 5 }]);
+    assert.equal(refused(() => options({ tools: { a: {} } })),
+      'prompt.offload.tools (from withLro options): expected a list of {name, ...} objects, got { a: {} }');
+    assert.equal(refused(() => options({ tools: [{ enabled: true }] })),
+      'prompt.offload.tools[0] (from withLro options): expected an object with a string name, got { enabled: true }');
+    assert.equal(refused(() => options({ tools: [{ name: 'a', sections: 'items' }] })),
+      'prompt.offload.tools.a.sections (from withLro options): expected a list of strings, got "items"');
+    assert.equal(refused(() => options({ tools: [{ name: 'a', threshold: 5 }] })),
+      'prompt.offload.tools.a.threshold (from withLro options): unknown key; known keys: enabled, threshold_tokens, sections, inline_keys');
+  });
+
+  it('options that are not an object are refused', () => {
+    assert.equal(refused(() => options('fast')), 'withLro options: expected an object, got "fast"');
+  });
+});
