@@ -7,7 +7,7 @@
 //! # impl ServerHandler for MyServer { fn get_info(&self) -> ServerConfig { ServerConfig::default() } }
 //! # async fn run() -> anyhow::Result<()> {
 //! let server = lro_host::rmcp::WithLro::new(MyServer)?;
-//! server.serve(rmcp::transport::stdio()).await?.waiting().await?;
+//! server.serve((tokio::io::stdin(), tokio::io::stdout())).await?.waiting().await?;
 //! # Ok(()) }
 //! ```
 //!
