@@ -86,13 +86,20 @@ pub fn connect(url: &str, headers: HeaderMap) -> anyhow::Result<Link> {
             // `initialize` and notifications are delivered in order (the session must exist
             // before anything else is sent, and `initialized` must follow it); requests run side
             // by side, so a slow call does not hold up the rest.
-            let in_order = match message::classify(&message) {
-                Ok(Kind::Request { method, .. }) => method == "initialize",
-                Ok(Kind::Notification { .. }) => true,
-                _ => false,
+            let (in_order, id, cancelled) = match message::classify(&message) {
+                Ok(Kind::Request { id, method, .. }) => (method == "initialize", Some(message::id_key(id)), None),
+                Ok(Kind::Notification { method, params }) => {
+                    let cancelled = if method == "notifications/cancelled" {
+                        params.and_then(|p| super::cancelled_id(p.get()))
+                    } else {
+                        None
+                    };
+                    (true, None, cancelled)
+                }
+                _ => (false, None, None),
             };
             let shared = shared.clone();
-            if let Some(cancelled) = cancelled(&message) {
+            if let Some(cancelled) = cancelled {
                 // A 2026-07-28 server has no session to tie the notification to: it stops a
                 // request when the client drops its answer. Both are done, for either kind.
                 if let Some(post) = lock(&shared.in_flight).remove(&cancelled) {
@@ -105,10 +112,6 @@ pub fn connect(url: &str, headers: HeaderMap) -> anyhow::Result<Link> {
             if in_order {
                 deliver(&shared, message).await;
             } else {
-                let id = match message::classify(&message) {
-                    Ok(Kind::Request { id, .. }) => Some(message::id_key(id)),
-                    _ => None,
-                };
                 // Held while spawning, so the task's own removal comes after the insertion.
                 let mut in_flight = lock(&shared.in_flight);
                 let task = tokio::spawn({
@@ -141,16 +144,6 @@ pub fn connect(url: &str, headers: HeaderMap) -> anyhow::Result<Link> {
         }
     });
     Ok(Link { send, events, finished })
-}
-
-/// The id key of the request a `notifications/cancelled` names.
-fn cancelled(message: &[u8]) -> Option<String> {
-    match message::classify(message) {
-        Ok(Kind::Notification { method, params }) if method == "notifications/cancelled" => {
-            super::cancelled_id(params?.get())
-        }
-        _ => None,
-    }
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
