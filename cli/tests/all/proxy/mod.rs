@@ -38,6 +38,31 @@ fn data_lines(path: &str) -> Vec<Value> {
         .collect()
 }
 
+/// 2,000 rows through the proxy: a descriptor whose file holds exactly what the upstream sent,
+/// and the model's next call, `lro_extract` counting them. The descriptor and that answer.
+async fn offload_and_count(wired: &harness::Wired, what: &str) -> (Value, CallToolResult) {
+    let result = call(&wired.client, "rows", json!({"n": 2000})).await.expect(what);
+    let descriptor: Value = serde_json::from_str(&text(&result)).expect("a descriptor");
+    let file = descriptor["files"]["items"]
+        .as_str()
+        .expect("the items section's file")
+        .to_owned();
+    assert_eq!(
+        data_lines(&file),
+        rows(2000).as_array().unwrap().clone(),
+        "{what}: the file holds exactly what the upstream sent"
+    );
+    let counted = call(
+        &wired.client,
+        "lro_extract",
+        json!({"file_path": file, "query": "length", "slurp": true}),
+    )
+    .await
+    .expect("lro_extract answers");
+    assert_eq!(text(&counted), "2000", "{what}");
+    (descriptor, counted)
+}
+
 #[tokio::test]
 async fn tools_list_gains_lro_extract_and_drops_output_schemas() {
     for generation in BOTH {
@@ -82,32 +107,11 @@ async fn large_results_become_descriptors_whose_file_holds_the_upstream_data() {
                 generation,
             )
             .await;
-            let result = call(&wired.client, "rows", json!({"n": 2000}))
-                .await
-                .expect("the call succeeds");
-            let descriptor: Value = serde_json::from_str(&text(&result)).expect("a descriptor");
-            let file = descriptor["files"]["items"]
-                .as_str()
-                .expect("the items section's file")
-                .to_owned();
-            assert_eq!(
-                data_lines(&file),
-                rows(2000).as_array().unwrap().clone(),
-                "the file holds exactly what the upstream sent"
-            );
+            let (descriptor, counted) = offload_and_count(&wired, &format!("{generation:?}")).await;
             assert!(
                 descriptor["guidance"].as_str().unwrap().contains("lro_extract"),
                 "the guidance names the tool"
             );
-            // The model's next call, through the proxy.
-            let counted = call(
-                &wired.client,
-                "lro_extract",
-                json!({"file_path": file, "query": "length", "slurp": true}),
-            )
-            .await
-            .expect("lro_extract answers");
-            assert_eq!(text(&counted), "2000", "{generation:?}");
             assert_eq!(counted.is_error, None);
             if let Generation::Modern = generation {
                 assert_eq!(
@@ -377,18 +381,7 @@ async fn a_streamable_http_upstream_is_offloaded_and_forwarded_like_a_child() {
                 .expect("tools/list over HTTP");
             assert_eq!(tools.last().map(|t| t.name.as_ref()), Some("lro_extract"), "{what}");
 
-            let result = call(&wired.client, "rows", json!({"n": 2000})).await.expect(&what);
-            let descriptor: Value = serde_json::from_str(&text(&result)).expect("a descriptor");
-            let file = descriptor["files"]["items"].as_str().unwrap().to_owned();
-            assert_eq!(data_lines(&file), rows(2000).as_array().unwrap().clone(), "{what}");
-            let counted = call(
-                &wired.client,
-                "lro_extract",
-                json!({"file_path": file, "query": "length", "slurp": true}),
-            )
-            .await
-            .expect("lro_extract answers");
-            assert_eq!(text(&counted), "2000", "{what}");
+            offload_and_count(&wired, &what).await;
 
             if legacy_upstream == matches!(generation, Generation::Legacy) {
                 let straight = direct(Upstream::new(legacy_upstream), generation).await;
