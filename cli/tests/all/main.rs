@@ -10,6 +10,7 @@ mod extract;
 mod fuzz_calls;
 mod fuzz_replay;
 mod jq_cases;
+mod jq_upstream;
 mod mcp_cases;
 mod proxy;
 mod recipes_jq;

@@ -37,9 +37,9 @@ def tostring: if isstring then . else lro_tojson_ end;
 def @json: lro_tojson_;
 def @text: tostring;
 def join($x): reduce .[] as $i (null;
-  (if . == null then "" else . + $x end) + ($i | if . == null then "" elif isstring then . else lro_tojson_ end)) // "";
+  (if . == null then "" else . + $x end) + ($i | if . == null then "" elif isstring or isarray or isobject then . else lro_tojson_ end)) // "";
 def from_entries: map({(.key // .k // .name // .Name // .K // .Key | if isstring then . else lro_tojson_ end):
-  (if has("value") then .value else .v end)}) | add + {} // {};
+  (if has("value") then .value elif has("Value") then .Value else .v end)}) | add + {} // {};
 def with_entries(f): to_entries | map(f) | from_entries;
 def index($i): if . == null then null else indices($i) | .[0] end;
 def rindex($i): if . == null then null else indices($i) | .[-1:][0] end;
@@ -51,3 +51,37 @@ def @base64: tostring | encode_base64;
 def @base64d: tostring | decode_base64;
 def input_filename: null;
 def env: $ENV;
+# jq's own definitions (jq 1.6's builtin.jq) where jaq has none or another meaning.
+def IN(s): any(s == .; .);
+def IN(src; s): any(src == s; .);
+def INDEX(stream; idx_expr): reduce stream as $row ({}; .[$row | idx_expr | tostring] |= $row);
+def INDEX(idx_expr): INDEX(.[]; idx_expr);
+def JOIN($idx; idx_expr): [.[] | [., $idx[idx_expr]]];
+def JOIN($idx; stream; idx_expr): stream | [., $idx[idx_expr]];
+def JOIN($idx; stream; idx_expr; join_expr): stream | [., $idx[idx_expr]] | join_expr;
+def ANY(g; cond): any(g; cond);
+def ALL(g; cond): all(g; cond);
+def nth($n; f): if $n < 0 then error("nth doesn't support negative indices") else last(limit($n + 1; f)) end;
+def lro_del_one_($k): .[$k] |= empty;
+def lro_delpath_($p):
+  if ($p | length) == 0 then null
+  elif getpath($p[:-1]) == null then .
+  else getpath($p[:-1]) |= lro_del_one_($p[-1]) end;
+def delpaths($paths):
+  if ($paths | type) != "array" then error("Paths must be specified as an array")
+  else reduce ($paths | unique | reverse[]) as $p (.; lro_delpath_($p)) end;
+def del(f): delpaths([path(f)]);
+def walk(f): def w: if type == "object" then map_values(w) elif type == "array" then map(w) else . end | f; w;
+def flatten($d): if $d < 0 then error("flatten depth must not be negative")
+  else reduce .[] as $i ([]; if ($i | type) == "array" and $d > 0 then . + ($i | flatten($d - 1)) else . + [$i] end) end;
+def truncate_stream(stream): . as $n | null | stream | . as $input | if (.[0] | length) > $n then setpath([0]; .[0][$n:]) else empty end;
+def fromstream(f): { x: null, e: false } as $init
+  | foreach f as $i ($init;
+      if .e then $init else . end
+      | if $i | length == 2
+        then setpath(["e"]; $i[0] | length == 0) | setpath(["x"] + $i[0]; $i[1])
+        else setpath(["e"]; $i[0] | length == 1) end;
+      if .e then .x else empty end);
+def ascii: [.] | implode;
+def todate: strftime("%Y-%m-%dT%H:%M:%SZ");
+def utf8bytelength: if isstring then tobytes | length else error("\(type) (\(tojson)) only strings have UTF-8 byte length") end;

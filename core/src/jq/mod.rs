@@ -219,6 +219,8 @@ pub fn parse(text: &str) -> Result<Val, String> {
 
 /// Parses whitespace-separated JSON values, refusing nesting deeper than [`MAX_DEPTH`].
 pub fn parse_many(text: &str) -> Result<Vec<Val>, String> {
+    // jq skips a byte-order mark before its input.
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     if depth(text.as_bytes(), MAX_DEPTH) > MAX_DEPTH {
         return Err(format!("nested deeper than {MAX_DEPTH} levels"));
     }

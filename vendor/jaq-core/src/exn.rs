@@ -97,7 +97,8 @@ impl<V> Error<V> {
     /// Create a path expression error.
     pub fn path_expr(v: V) -> Self {
         Self(Part::Str(Vec::from([
-            Part::Str("invalid path expression with input "),
+            // lro: jq 1.6's words
+            Part::Str("Invalid path expression with result "),
             Part::Val(v),
         ])))
     }

@@ -24,7 +24,7 @@ use core::cmp::Ordering;
 use core::fmt;
 use core::hash::{Hash, Hasher};
 use jaq_core::box_iter::box_once;
-use jaq_core::{load, ops, path, val, Exn};
+use jaq_core::{load, path, val, Exn};
 use num_bigint::BigInt;
 use num_traits::{cast::ToPrimitive, Signed};
 
@@ -35,6 +35,13 @@ pub use num::Num;
 pub use alloc::rc::Rc;
 #[cfg(feature = "sync")]
 pub use alloc::sync::Arc as Rc;
+
+mod jq_err;
+
+/// lro: the largest array index an update may create (jq's limit).
+const MAX_INDEX: f64 = 536_870_911.0;
+/// lro: the longest string `*` may build, in bytes.
+const MAX_REPEAT: usize = 256 << 20;
 
 /// JSON superset with binary data and non-string object keys.
 ///
@@ -84,14 +91,12 @@ enum Type {
     /// `"1" | sin` or `pow(2; "3")` or `fma(2; 3; "4")`
     Float,
     */
-    /// `-"a"`, `"a" | round`
-    Num,
+
     /// `{(0): 1}` or `0 | fromjson` or `0 | explode` or `"a b c" | split(0)`
     Str,
     /// `0 | sort` or `0 | implode` or `[] | .[0:] = 0`
     Arr,
-    /// `0 | .[]` or `0 | .[0]` or `0 | keys` (array or object)
-    Iter,
+
     /// `{}[0:1]` (string or array)
     Range,
 }
@@ -101,10 +106,8 @@ impl Type {
         match self {
             Self::Int => "integer",
             //Self::Float => "floating-point number",
-            Self::Num => "number",
             Self::Str => "string",
             Self::Arr => "array",
-            Self::Iter => "iterable (array or object)",
             Self::Range => "rangeable (array or string)",
         }
     }
@@ -141,7 +144,7 @@ impl jaq_core::ValT for Val {
         match self {
             Self::Arr(a) => Box::new(rc_unwrap_or_clone(a).into_iter().enumerate().map(arr_idx)),
             Self::Obj(o) => Box::new(rc_unwrap_or_clone(o).into_iter().map(Ok)),
-            _ => box_once(Err(Error::typ(self, Type::Iter.as_str()))),
+            _ => box_once(Err(jq_err::iterate(&self))),
         }
     }
 
@@ -149,7 +152,7 @@ impl jaq_core::ValT for Val {
         match self {
             Self::Arr(a) => Box::new(rc_unwrap_or_clone(a).into_iter().map(Ok)),
             Self::Obj(o) => Box::new(rc_unwrap_or_clone(o).into_iter().map(|(_k, v)| Ok(v))),
-            _ => box_once(Err(Error::typ(self, Type::Iter.as_str()))),
+            _ => box_once(Err(jq_err::iterate(&self))),
         }
     }
 
@@ -169,6 +172,8 @@ impl jaq_core::ValT for Val {
             Val::Arr(a) => Self::range_int(range)
                 .map(|range| skip_take(range, a.len()))
                 .map(|(skip, take)| a.iter().skip(skip).take(take).cloned().collect()),
+            // lro: jq slices `null` to `null`.
+            Val::Null => Ok(Val::Null),
             _ => Err(Error::typ(self, Type::Range.as_str())),
         }
     }
@@ -188,7 +193,7 @@ impl jaq_core::ValT for Val {
                 let iter = iter.filter_map(|(k, v)| f(v).next().map(|v| Ok((k, v?))));
                 Ok(Self::obj(iter.collect::<Result<_, Exn<_>>>()?))
             }
-            v => opt.fail(v, |v| Exn::from(Error::typ(v, Type::Iter.as_str()))),
+            v => opt.fail(v, |v| Exn::from(jq_err::iterate(&v))),
         }
     }
 
@@ -202,17 +207,26 @@ impl jaq_core::ValT for Val {
             let range = o.get(&Val::utf8_str("start"))..o.get(&Val::utf8_str("end"));
             return self.map_range(range, opt, f);
         };
+        // lro: as jq, updating a path through `null` creates what the key needs (an object
+        // for a string, an array for a number), a number key past an array's end pads it with
+        // nulls, a fractional index is truncated, and errors use jq's words.
+        if let Val::Null = self {
+            match index {
+                Val::TStr(_) | Val::BStr(_) => self = Val::obj(Map::default()),
+                Val::Num(_) => self = Val::Arr(Rc::new(Vec::new())),
+                _ => return opt.fail(self, |v| Exn::from(jq_err::index(&v, index))),
+            }
+        }
         match self {
-            Val::Obj(ref mut o) => {
+            Val::Obj(ref mut o) if matches!(index, Val::TStr(_) | Val::BStr(_)) => {
                 use indexmap::map::Entry::{Occupied, Vacant};
                 match Rc::make_mut(o).entry(index.clone()) {
                     Occupied(mut e) => {
                         let v = core::mem::take(e.get_mut());
                         match f(v).next().transpose()? {
                             Some(y) => e.insert(y),
-                            // this runs in constant time, at the price of
-                            // changing the order of the elements
-                            None => e.swap_remove(),
+                            // jq keeps the order of the other keys
+                            None => e.shift_remove(),
                         };
                     }
                     Vacant(e) => {
@@ -223,14 +237,31 @@ impl jaq_core::ValT for Val {
                 }
                 Ok(self)
             }
-            Val::Arr(ref mut a) => {
-                let oob = || Error::str(format_args!("index {index} out of bounds"));
-                let abs_or = |i| abs_index(i, a.len()).ok_or_else(oob);
-                let i = match index.as_pos_usize().and_then(abs_or) {
-                    Ok(i) => i,
-                    Err(e) => return opt.fail(self, |_| Exn::from(e)),
+            Val::Arr(ref mut a) if matches!(index, Val::Num(_)) => {
+                let Some(i) = jaq_std::ValT::as_f64(index).filter(|i| !i.is_nan()) else {
+                    return opt.fail(self, |_| Exn::from(Error::str("Cannot set array element at NaN index")));
                 };
-
+                let len = a.len() as f64;
+                let i = if i < 0.0 { i.trunc() + len } else { i.trunc() };
+                if i < 0.0 {
+                    // Deleting what is not there changes nothing; setting it is an error.
+                    return match f(Val::Null).next().transpose()? {
+                        None => Ok(self),
+                        Some(_) => opt.fail(self, |_| Exn::from(Error::str("Out of bounds negative array index"))),
+                    };
+                }
+                if i > MAX_INDEX {
+                    return opt.fail(self, |_| Exn::from(Error::str("Array index too large")));
+                }
+                let i = i as usize;
+                if i >= a.len() {
+                    if let Some(y) = f(Val::Null).next().transpose()? {
+                        let a = Rc::make_mut(a);
+                        a.resize(i, Val::Null);
+                        a.push(y);
+                    }
+                    return Ok(self);
+                }
                 let a = Rc::make_mut(a);
                 let x = core::mem::take(&mut a[i]);
                 if let Some(y) = f(x).next().transpose()? {
@@ -240,7 +271,7 @@ impl jaq_core::ValT for Val {
                 }
                 Ok(self)
             }
-            _ => opt.fail(self, |v| Exn::from(Error::typ(v, Type::Iter.as_str()))),
+            _ => opt.fail(self, |v| Exn::from(jq_err::index(&v, index))),
         }
     }
 
@@ -461,13 +492,20 @@ impl Val {
     }
 
     fn range_int(range: val::Range<&Self>) -> Result<val::Range<num::PosUsize>, Error> {
-        let f = |i: Option<&Self>| {
+        // lro: as jq, a fractional start is rounded down and a fractional end up.
+        let f = |i: Option<&Self>, round: fn(f64) -> f64| {
             i.as_ref()
                 .filter(|i| !matches!(i, Val::Null))
-                .map(|i| i.as_pos_usize())
+                .map(|i| match i {
+                    // Clamped: an index past `isize` (32 bits in the component) is past any end.
+                    Val::Num(n) if !n.as_f64().is_nan() => {
+                        Val::from(round(n.as_f64()).clamp(isize::MIN as f64, isize::MAX as f64) as isize).as_pos_usize()
+                    }
+                    _ => i.as_pos_usize(),
+                })
                 .transpose()
         };
-        Ok(f(range.start)?..f(range.end)?)
+        Ok(f(range.start, f64::floor)?..f(range.end, f64::ceil)?)
     }
 
     fn to_json(&self) -> Vec<u8> {
@@ -487,6 +525,12 @@ impl Val {
                 .as_pos_usize()
                 .and_then(|i| abs_index(i, a.len()))
                 .map(|i| a[i].clone()),
+            // lro: jq truncates a fractional index; NaN indexes nothing.
+            (Val::Arr(a), Val::Num(i)) => {
+                let i = i.as_f64();
+                let i = if i < 0.0 { i.trunc() + a.len() as f64 } else { i.trunc() };
+                (i >= 0.0 && i < a.len() as f64).then(|| a[i as usize].clone())
+            }
             (Val::Arr(_), Val::Arr(y)) if y.is_empty() => Some(Val::Arr(Default::default())),
             (Val::Arr(x), Val::Arr(y)) => {
                 // adapted from the implementation of the `indices` filter
@@ -494,14 +538,15 @@ impl Val {
                 let indices = iw.filter_map(|(i, w)| (w == **y).then_some(i));
                 Some(indices.map(Val::from).collect())
             }
-            (Val::Obj(o), i) => o.get(i).cloned(),
+            // lro: jq indexes objects by strings only.
+            (Val::Obj(o), i @ (Val::TStr(_) | Val::BStr(_))) => o.get(i).cloned(),
             (v @ (Val::BStr(_) | Val::TStr(_) | Val::Arr(_)), Val::Obj(o)) => {
                 use jaq_core::ValT;
                 let start = o.get(&Val::utf8_str("start"));
                 let end = o.get(&Val::utf8_str("end"));
                 return v.range(start..end).map(Some);
             }
-            (s, _) => return Err(Error::index(s, index.clone())),
+            (s, _) => return Err(jq_err::index(&s, index)),
         })
     }
 }
@@ -580,7 +625,7 @@ impl core::ops::Add for Val {
                 Rc::make_mut(&mut l).extend(r.iter().map(|(k, v)| (k.clone(), v.clone())));
                 Ok(Obj(l))
             }
-            (l, r) => Err(Error::math(l, ops::Math::Add, r)),
+            (l, r) => Err(jq_err::math(&l, "added", &r)),
         }
     }
 }
@@ -595,7 +640,7 @@ impl core::ops::Sub for Val {
                 Rc::make_mut(&mut l).retain(|x| !r.contains(x));
                 Ok(Self::Arr(l))
             }
-            (l, r) => Err(Error::math(l, ops::Math::Sub, r)),
+            (l, r) => Err(jq_err::math(&l, "subtracted", &r)),
         }
     }
 }
@@ -623,6 +668,12 @@ impl core::ops::Mul for Val {
             | (Num(BigInt(i)), s @ (BStr(_) | TStr(_))) => {
                 s * Num(Int(bigint_to_int_saturated(&i)))
             }
+            // lro: jq refuses a repeat whose result would not fit in memory.
+            (BStr(s) | TStr(s), Num(Int(i))) | (Num(Int(i)), BStr(s) | TStr(s))
+                if i > 0 && s.len().saturating_mul(i as usize) > MAX_REPEAT =>
+            {
+                Err(Error::str("Repeat string result too long"))
+            }
             (BStr(s), Num(Int(i))) | (Num(Int(i)), BStr(s)) if i > 0 => {
                 Ok(Self::byte_str(s.repeat(i as usize)))
             }
@@ -636,7 +687,7 @@ impl core::ops::Mul for Val {
                 obj_merge(&mut l, r);
                 Ok(Obj(l))
             }
-            (l, r) => Err(Error::math(l, ops::Math::Mul, r)),
+            (l, r) => Err(jq_err::math(&l, "multiplied", &r)),
         }
     }
 }
@@ -662,10 +713,16 @@ impl core::ops::Div for Val {
             split(&x, &y).map(|s| into(x.slice_ref(s))).collect()
         };
         match (self, rhs) {
+            // lro: jq refuses to divide by zero.
+            (Self::Num(x), Self::Num(y)) if y.as_f64() == 0.0 => Err(jq_err::math(
+                &Self::Num(x),
+                "divided because the divisor is zero",
+                &Self::Num(y),
+            )),
             (Self::Num(x), Self::Num(y)) => Ok(Self::Num(x / y)),
             (Self::TStr(x), Self::TStr(y)) => Ok(fs(*x, *y, Val::utf8_str)),
             (Self::BStr(x), Self::BStr(y)) => Ok(fs(*x, *y, Val::byte_str)),
-            (l, r) => Err(Error::math(l, ops::Math::Div, r)),
+            (l, r) => Err(jq_err::math(&l, "divided", &r)),
         }
     }
 }
@@ -677,7 +734,12 @@ impl core::ops::Rem for Val {
             (Self::Num(x), Self::Num(y)) if !(x.is_int() && y.is_int() && y == Num::Int(0)) => {
                 Ok(Self::Num(x % y))
             }
-            (l, r) => Err(Error::math(l, ops::Math::Rem, r)),
+            (Self::Num(x), Self::Num(y)) => Err(jq_err::math(
+                &Self::Num(x),
+                "divided (remainder) because the divisor is zero",
+                &Self::Num(y),
+            )),
+            (l, r) => Err(jq_err::math(&l, "divided (remainder)", &r)),
         }
     }
 }
@@ -687,7 +749,7 @@ impl core::ops::Neg for Val {
     fn neg(self) -> Self::Output {
         match self {
             Self::Num(n) => Ok(Self::Num(-n)),
-            x => Err(Error::typ(x, Type::Num.as_str())),
+            x => Err(Error::str(format_args!("{} cannot be negated", jq_err::typed(&x)))),
         }
     }
 }
