@@ -1,4 +1,5 @@
-//! jq's own test files (`../shared/jq-tests/`, see its SOURCE.txt), parsed and judged the way
+//! jq's own test files (the `jq-tests` folder of the shared project files beside the repository,
+//! see its SOURCE.txt), parsed and judged the way
 //! jq's `src/jq_test.c` does, and the skip list (`tests/cases/jq/upstream-skips.txt`).
 //!
 //! Shared by the native run (`core/tests/jq_upstream.rs`) and the component run in the Rust
@@ -22,9 +23,9 @@ use jaq_json::Val;
 /// The upstream files, in the order reports list them.
 pub const FILES: [&str; 4] = ["jq-1.6.test", "jq.test", "man.test", "onig.test"];
 
-/// Where the upstream files are: `../shared/jq-tests` beside the repository, or `$LRO_JQ_TESTS`.
+/// Where the upstream files are: `shared/jq-tests` beside the repository, or `$LRO_JQ_TESTS`.
 pub fn dir(repo: &Path) -> PathBuf {
-    std::env::var_os("LRO_JQ_TESTS").map_or_else(|| repo.join("../shared/jq-tests"), PathBuf::from)
+    std::env::var_os("LRO_JQ_TESTS").map_or_else(|| repo.join("..").join("shared").join("jq-tests"), PathBuf::from)
 }
 
 /// One upstream case.
@@ -127,7 +128,7 @@ pub fn cases(repo: &Path) -> Vec<Case> {
             let path = dir.join(file);
             let text = std::fs::read_to_string(&path).unwrap_or_else(|e| {
                 panic!(
-                    "cannot read {}: {e}. jq's test files are read from ../shared/jq-tests beside the \
+                    "cannot read {}: {e}. jq's test files are read from shared/jq-tests beside the \
                      repository (or $LRO_JQ_TESTS)",
                     path.display()
                 )

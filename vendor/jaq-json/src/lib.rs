@@ -40,8 +40,8 @@ mod jq_err;
 
 /// lro: the largest array index an update may create (jq's limit).
 const MAX_INDEX: f64 = 536_870_911.0;
-/// lro: the longest string `*` may build, in bytes.
-const MAX_REPEAT: usize = 256 << 20;
+/// lro: the longest string `*` may build, in bytes: jq's limit (`INT_MAX`).
+const MAX_REPEAT: usize = i32::MAX as usize;
 
 /// JSON superset with binary data and non-string object keys.
 ///
@@ -668,7 +668,7 @@ impl core::ops::Mul for Val {
             | (Num(BigInt(i)), s @ (BStr(_) | TStr(_))) => {
                 s * Num(Int(bigint_to_int_saturated(&i)))
             }
-            // lro: jq refuses a repeat whose result would not fit in memory.
+            // lro: as jq, a repeat longer than `INT_MAX` bytes is an error.
             (BStr(s) | TStr(s), Num(Int(i))) | (Num(Int(i)), BStr(s) | TStr(s))
                 if i > 0 && s.len().saturating_mul(i as usize) > MAX_REPEAT =>
             {
