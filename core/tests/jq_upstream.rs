@@ -6,25 +6,19 @@ mod upstream;
 use std::path::Path;
 
 use lro_core::Error;
-use upstream::Ran;
+use upstream::{Failure, Ran};
 
-/// Runs `program` on `input` as `lro query` does; after a runtime error, runs it again to find
-/// the outputs before the error (`try` keeps them), as jq's test runner sees them.
-pub fn run_native(program: &str, input: &str) -> Ran {
-    match lro_core::query(program, input, false, false, None) {
-        Ok(out) => Ran::Outputs(out.values, None),
-        Err(Error::InvalidFilter(e)) => Ran::CompileError(e),
-        Err(Error::InvalidInput(e)) => Ran::InputError(e),
-        Err(Error::FilterFailed(e)) => {
-            let wrapped = format!("def lro_case_: {program}; try lro_case_ catch {{\"lro-upstream-error\": .}}");
-            let mut outputs = lro_core::query(&wrapped, input, false, false, None)
-                .map(|o| o.values)
-                .unwrap_or_default();
-            outputs.retain(|v| !v.starts_with("{\"lro-upstream-error\":"));
-            Ran::Outputs(outputs, Some(e))
-        }
-        Err(other) => Ran::InputError(other.to_string()),
-    }
+/// Runs `program` on `input` as `lro query` does.
+fn run_native(program: &str, input: &str) -> Ran {
+    upstream::run(program, |program| {
+        lro_core::query(program, input, false, false, None)
+            .map(|out| out.values)
+            .map_err(|e| match e {
+                Error::InvalidFilter(e) => Failure::Compile(e),
+                Error::FilterFailed(e) => Failure::Runtime(e),
+                other => Failure::Other(other.to_string()),
+            })
+    })
 }
 
 #[test]

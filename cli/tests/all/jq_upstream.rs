@@ -11,26 +11,23 @@ use lro_host::{ComponentError, Error};
 
 #[path = "../../../core/tests/upstream/mod.rs"]
 mod upstream;
-use upstream::{Case, Ran};
+use upstream::{Case, Failure, Ran};
 
 /// The share of jq 1.6's passing cases that must pass here. The target is 0.95; the
 /// floor is what lro reaches today, so that it cannot slip back unnoticed.
 const FLOOR: f64 = 0.90;
 
 fn run(program: &str, input: &str) -> Ran {
-    let query = |program: &str| crate::common::RUNTIME.query(program, input, false, false, None);
-    match query(program) {
-        Ok(out) => Ran::Outputs(out.values, None),
-        Err(Error::Component(ComponentError::InvalidFilter(e))) => Ran::CompileError(e),
-        Err(Error::Component(ComponentError::FilterFailed(e))) => {
-            // jq's runner keeps the outputs before an error: `try` keeps them too.
-            let wrapped = format!("def lro_case_: {program}; try lro_case_ catch {{\"lro-upstream-error\": .}}");
-            let mut outputs = query(&wrapped).map(|o| o.values).unwrap_or_default();
-            outputs.retain(|v| !v.starts_with("{\"lro-upstream-error\":"));
-            Ran::Outputs(outputs, Some(e))
-        }
-        Err(other) => Ran::InputError(other.to_string()),
-    }
+    upstream::run(program, |program| {
+        crate::common::RUNTIME
+            .query(program, input, false, false, None)
+            .map(|out| out.values)
+            .map_err(|e| match e {
+                Error::Component(ComponentError::InvalidFilter(e)) => Failure::Compile(e),
+                Error::Component(ComponentError::FilterFailed(e)) => Failure::Runtime(e),
+                other => Failure::Other(other.to_string()),
+            })
+    })
 }
 
 /// Whether jq 1.6 passes `case` alone (its own runner; a crash or a hang is a failure).

@@ -20,8 +20,6 @@ pub(super) fn funs<D: for<'a> DataT<V<'a> = Val>>() -> impl Iterator<Item = Fun<
 /// Each builtin's name, arity and implementation.
 fn filters<D: for<'a> DataT<V<'a> = Val>>() -> Box<[jaq_core::native::Filter<RunPtr<D>>]> {
     Box::new([
-        ("nan", v(0), |_| bome(Ok(Val::from(f64::NAN)))),
-        ("infinite", v(0), |_| bome(Ok(Val::from(f64::INFINITY)))),
         ("@tsv", v(0), |cv| bome(tabular::format(&cv.1, Tabular::Tsv))),
         ("@csv", v(0), |cv| bome(tabular::format(&cv.1, Tabular::Csv))),
         ("lro_tojson_", v(0), |cv| {

@@ -149,6 +149,33 @@ pub enum Ran {
     Outputs(Vec<String>, Option<String>),
 }
 
+/// How a host's `query` failed.
+pub enum Failure {
+    /// The filter did not compile.
+    Compile(String),
+    /// The filter failed at run time.
+    Runtime(String),
+    /// Anything else: the input refused, a limit.
+    Other(String),
+}
+
+/// Runs `program` through a host's `query` (values as `jq -c` prints them). After a runtime
+/// error it runs again under `try`, which keeps the outputs before the error, as jq's runner
+/// sees them.
+pub fn run(program: &str, query: impl Fn(&str) -> Result<Vec<String>, Failure>) -> Ran {
+    match query(program) {
+        Ok(values) => Ran::Outputs(values, None),
+        Err(Failure::Compile(e)) => Ran::CompileError(e),
+        Err(Failure::Other(e)) => Ran::InputError(e),
+        Err(Failure::Runtime(e)) => {
+            let wrapped = format!("def lro_case_: {program}; try lro_case_ catch {{\"lro-upstream-error\": .}}");
+            let mut outputs = query(&wrapped).unwrap_or_default();
+            outputs.retain(|v| !v.starts_with("{\"lro-upstream-error\":"));
+            Ran::Outputs(outputs, Some(e))
+        }
+    }
+}
+
 /// Why a case did not pass, or `None` when it passed.
 pub fn judge(case: &Case, ran: &Ran) -> Option<String> {
     if case.must_fail {

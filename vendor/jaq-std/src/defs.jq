@@ -16,7 +16,7 @@ def isarray:   . >= []  and . < {};
 def isobject:  . >= {};
 
 # Numbers
-# lro: `nan` and `infinite` are Rust-defined (lro-core's builtins.rs): `/` refuses a zero divisor.
+# lro: `nan` and `infinite` are Rust-defined (lib.rs): `/` refuses a zero divisor.
 def isnan:      . < nan and nan < .;
 def isinfinite: . == infinite or  . == -infinite;
 def isfinite:   isnumber and (isinfinite | not);

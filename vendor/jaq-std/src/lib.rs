@@ -489,6 +489,9 @@ where
 {
     let f = || [Bind::Fun(())].into();
     Box::new([
+        // lro: natives, as `/` refuses a zero divisor (jq's `0 / 0` is an error too).
+        ("nan", v(0), |_| bome(Ok(f64::NAN.into()))),
+        ("infinite", v(0), |_| bome(Ok(f64::INFINITY.into()))),
         ("floor", v(0), |cv| bome(cv.1.round(floor))),
         ("round", v(0), |cv| bome(cv.1.round(round))),
         ("ceil", v(0), |cv| bome(cv.1.round(ceil))),
