@@ -261,6 +261,8 @@ fn need(term: &Term<&str>, out: Need) -> Need {
             BinaryOp::Comma | BinaryOp::Alt => need(l, out.clone()).union(need(r, out)),
             BinaryOp::Or | BinaryOp::And => need(l, Need::none()).union(need(r, Need::none())),
             BinaryOp::Math(_) | BinaryOp::Cmp(_) => need(l, Need::All).union(need(r, Need::All)),
+            // Which alternative matches can depend on any member.
+            BinaryOp::PipeAlt(_) => Need::All,
             BinaryOp::Assign | BinaryOp::Update | BinaryOp::UpdateMath(_) | BinaryOp::UpdateAlt => Need::All,
         },
         Term::Label(_, t) => need(t, out),

@@ -13,9 +13,9 @@ use lro_host::{ComponentError, Error};
 mod upstream;
 use upstream::{Case, Failure, Ran};
 
-/// The share of jq 1.6's passing cases that must pass here. The target is 0.95; the
-/// floor is what lro reaches today, so that it cannot slip back unnoticed.
-const FLOOR: f64 = 0.90;
+/// The share of jq 1.6's passing cases that must pass here: at least 95% of what jq 1.6 itself
+/// passes (lro reaches 96.1%; docs/JQ.md gives the figures).
+const FLOOR: f64 = 0.95;
 
 fn run(program: &str, input: &str) -> Ran {
     upstream::run(program, |program| {

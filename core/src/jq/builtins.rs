@@ -51,7 +51,21 @@ fn filters<D: for<'a> DataT<V<'a> = Val>>() -> Box<[jaq_core::native::Filter<Run
             bome(regex_test(&cv.1, &re, &flags).map(Val::Bool))
         }),
         ("lro_rtrimstr_", v(1), |cv| unary(cv, |v, p| Ok(trim(v, &p, false)))),
+        ("lro_builtins_", v(0), |_| bome(Ok(builtins()))),
     ])
+}
+
+/// jq's `builtins`: every public builtin as `"name/arity"`. Helpers (a name that starts with `_`
+/// or `lro_`, or ends with `_`) and formats (`@csv`) are left out, as jq leaves them out.
+fn builtins() -> Val {
+    let mut names: Vec<String> = super::defined()
+        .into_iter()
+        .filter(|(name, _)| !(name.starts_with(['_', '@']) || name.starts_with("lro_") || name.ends_with('_')))
+        .map(|(name, arity)| format!("{name}/{arity}"))
+        .collect();
+    names.sort_unstable();
+    names.dedup();
+    names.into_iter().map(|name| Val::utf8_str(name.into_bytes())).collect()
 }
 
 /// The error `lro_not_string` raises: `OP: TYPE (JSON, cut at 60 characters) WHAT`.

@@ -85,3 +85,14 @@ def fromstream(f): { x: null, e: false } as $init
 def ascii: [.] | implode;
 def todate: strftime("%Y-%m-%dT%H:%M:%SZ");
 def utf8bytelength: if isstring then tobytes | length else error("\(type) (\(tojson)) only strings have UTF-8 byte length") end;
+def format($f):
+  if $f == "text" then @text elif $f == "json" then @json elif $f == "csv" then @csv elif $f == "tsv" then @tsv
+  elif $f == "html" then @html elif $f == "uri" then @uri elif $f == "sh" then @sh
+  elif $f == "base64" then @base64 elif $f == "base64d" then @base64d
+  else error("\($f) is not a valid format") end;
+def toarray: if isarray then . else [.] end;
+def trimstr($s): ltrimstr($s) | rtrimstr($s);
+def recurse_down: recurse;
+def have_decnum: false;
+def have_literal_numbers: false;
+def builtins: lro_builtins_;

@@ -40,6 +40,21 @@ fn defs() -> impl Iterator<Item = load::parse::Def<&'static str>> {
         .into_iter()
 }
 
+/// Every builtin filter as (name, arity), for `builtins`.
+fn defined() -> Vec<(&'static str, usize)> {
+    let defs = jaq_core::defs()
+        .chain(jaq_std::defs())
+        .chain(jaq_json::defs())
+        .chain(defs())
+        .map(|def| (def.name, def.args.len()));
+    let funs = jaq_core::funs::<Kind>()
+        .chain(jaq_std::funs::<Kind>())
+        .chain(jaq_json::funs::<Kind>())
+        .chain(builtins::funs::<Kind>())
+        .map(|(name, args, _)| (name, args.len()));
+    defs.chain(funs).collect()
+}
+
 /// Deepest nesting of arrays and objects accepted in input. jq 1.6 stops at 10,000; jaq's parser
 /// recurses, so the limit is lower to stay well inside the component's stack.
 pub const MAX_DEPTH: usize = 1000;

@@ -225,6 +225,9 @@ pub struct Compiler<S, F> {
     locals: Locals<S>,
 
     errs: Vec<Error<S>>,
+
+    /// code of the main module, to give the line of `$__loc__` (lro)
+    main_code: Option<S>,
 }
 
 type Def<S> = (Sig<S>, TermId, Tr);
@@ -243,6 +246,7 @@ impl<S, F> Default for Compiler<S, F> {
             imported_vars: Vec::new(),
             locals: Locals::default(),
             errs: Vec::new(),
+            main_code: None,
         }
     }
 }
@@ -517,6 +521,7 @@ impl<'s, F> Compiler<&'s str, F> {
             self.close_module(file, &mut errs)
         }
         let (file, module) = mods.main;
+        self.main_code = Some(file.code);
         let main = self.open_module(module);
         let id = self.iterm(main);
         self.close_module(file, &mut errs);
@@ -696,6 +701,9 @@ impl<'s, F> Compiler<&'s str, F> {
                     _ => self.fail(name, Undefined::Filter(arity)),
                 }
             }
+            BinOp(l, parse::BinaryOp::PipeAlt(pats), r) => {
+                return self.term(alternatives(*l, pats, *r), tr);
+            }
             BinOp(l, op, r) => {
                 use parse::BinaryOp::*;
                 let (l, (r, tr_)) = match op {
@@ -714,6 +722,7 @@ impl<'s, F> Compiler<&'s str, F> {
                 };
                 let t = match op {
                     Pipe(pat) => Term::Pipe(l, pat.map(|pat| self.pattern(pat)), r),
+                    PipeAlt(_) => unreachable!("rewritten above"),
                     Comma => Term::Comma(l, r),
                     Math(op) => Term::Math(l, op, r),
                     Assign => Term::Assign(l, r),
@@ -857,7 +866,26 @@ impl<'s, F> Compiler<&'s str, F> {
                 i += 1;
             }
         }
+        if x == "$__loc__" {
+            return self.loc(x);
+        }
         self.fail(x, Undefined::Var)
+    }
+
+    /// jq's `$__loc__`: `{"file": "<top-level>", "line": n}`, `n` counting from 1 (lro).
+    fn loc(&mut self, x: &'s str) -> Term {
+        let line = self.main_code.and_then(|code| {
+            let offset = (x.as_ptr() as usize).checked_sub(code.as_ptr() as usize)?;
+            let before = code.get(..offset)?;
+            Some(before.matches('\n').count() + 1)
+        });
+        let mut entry = |k: &str, v| {
+            let k = self.lut.insert_term(Term::Str(k.into()));
+            Term::ObjSingle(k, self.lut.insert_term(v))
+        };
+        let file = entry("file", Term::Str("<top-level>".into()));
+        let line = entry("line", Term::Int(line.unwrap_or(1) as isize));
+        self.sum_or(|| Term::ObjEmpty, Vec::from([file, line]))
     }
 
     fn break_(&mut self, x: &'s str) -> Term {
@@ -986,4 +1014,49 @@ fn tco() {
       f          # main -> { } (f is called with CatchOne)
     "#;
     assert_eq!(*calls_in(f), [CatchOne, CatchAll, Throw]);
+}
+
+/// `l as p1 ?// p2 ?// p3 | r`, written with what jaq already has (lro):
+///
+/// ~~~ text
+/// . as $in | l as $v |
+/// try ($v as p1 | null as [<vars not in p1>] | r) catch
+/// ($in | try ($v as p2 | null as [<vars not in p2>] | r) catch
+/// ($in | $v as p3 | null as [<vars not in p3>] | r))
+/// ~~~
+///
+/// As in jq: every variable of every pattern is bound, to null where the alternative taken does
+/// not bind it; an error in destructuring or in `r` moves on to the next alternative, and the last
+/// alternative's error is the one raised. `r` keeps the input of the whole term as `.`.
+fn alternatives<'s>(
+    l: parse::Term<&'s str>,
+    pats: Vec<parse::Pattern<&'s str>>,
+    r: parse::Term<&'s str>,
+) -> parse::Term<&'s str> {
+    use parse::{BinaryOp::Pipe, Pattern, Term};
+    const INPUT: &str = "$__lro_alt_input";
+    const VALUE: &str = "$__lro_alt_value";
+    let bind = |l: Term<&'s str>, pat, r| Term::BinOp(Box::new(l), Pipe(Some(pat)), Box::new(r));
+    let mut all: Vec<&'s str> = Vec::new();
+    for x in pats.iter().flat_map(|p| p.vars()) {
+        if !all.contains(x) {
+            all.push(*x);
+        }
+    }
+    let mut alts = pats.into_iter().rev().map(|pat| {
+        let missing = all.iter().filter(|x| !pat.vars().any(|y| y == *x));
+        let missing: Vec<_> = missing.map(|x| Pattern::Var(*x)).collect();
+        let body = if missing.is_empty() {
+            r.clone()
+        } else {
+            bind(Term::Call("null", Vec::new()), Pattern::Arr(missing), r.clone())
+        };
+        let alt = bind(Term::Var(VALUE), pat, body);
+        Term::BinOp(Box::new(Term::Var(INPUT)), Pipe(None), Box::new(alt))
+    });
+    let last = alts.next().expect("two or more patterns");
+    let t = alts.fold(last, |catch, alt| {
+        Term::TryCatch(Box::new(alt), Some(Box::new(catch)))
+    });
+    bind(Term::Id, Pattern::Var(INPUT), bind(l, Pattern::Var(VALUE), t))
 }

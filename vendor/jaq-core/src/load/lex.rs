@@ -310,6 +310,8 @@ impl<'a> Lexer<&'a str> {
             '.' => match chars.next() {
                 Some('.') => (self.take(2), Tok::Sym),
                 Some('a'..='z' | 'A'..='Z' | '_') => (self.consumed(2, Self::ident0), Tok::Sym),
+                // lro: jq reads `.5` as a number
+                Some('0'..='9') => (self.consumed(1, Self::num), Tok::Num),
                 _ => (self.take(1), Tok::Sym),
             },
             ':' | ';' | ',' | '?' => (self.take(1), Tok::Sym),

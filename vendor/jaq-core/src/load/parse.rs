@@ -142,6 +142,9 @@ pub enum Pattern<S> {
 pub enum BinaryOp<S> {
     /// Application, i.e. `l | r` if no string is given, else `l as $x | r`
     Pipe(Option<Pattern<S>>),
+    /// Destructuring alternatives, i.e. `l as p1 ?// p2 ?// ... | r` (two or more patterns)
+    // lro: jq's `?//`, which jaq does not parse
+    PipeAlt(Vec<Pattern<S>>),
     /// Concatenation, i.e. `l, r`
     Comma,
     /// Alternation, i.e. `l // r`
@@ -196,7 +199,7 @@ impl<S> Term<S> {
     fn climb(self, tail: &mut impl Iterator<Item = (BinaryOp<S>, Self)>) -> Self {
         let tail = core::iter::from_fn(|| {
             tail.next().map(|(op, tm)| match op {
-                BinaryOp::Pipe(Some(_)) => (op, tm.climb(tail)),
+                BinaryOp::Pipe(Some(_)) | BinaryOp::PipeAlt(_) => (op, tm.climb(tail)),
                 _ => (op, tm),
             })
         });
@@ -359,8 +362,19 @@ impl<'s, 't> Parser<'s, 't> {
                 "|" => BinaryOp::Pipe(None),
                 "as" => {
                     let x = p.pattern()?;
+                    // lro: `?//` introduces another pattern to try when this one (or the body
+                    // with it) fails
+                    let mut alts = Vec::new();
+                    while p.alt_pattern() {
+                        alts.push(p.pattern()?);
+                    }
                     p.just("|")?;
-                    BinaryOp::Pipe(Some(x))
+                    if alts.is_empty() {
+                        BinaryOp::Pipe(Some(x))
+                    } else {
+                        alts.insert(0, x);
+                        BinaryOp::PipeAlt(alts)
+                    }
                 }
                 "," if with_comma => BinaryOp::Comma,
                 "+" => BinaryOp::Math(Math::Add),
@@ -434,6 +448,16 @@ impl<'s, 't> Parser<'s, 't> {
         }
     }
 
+    /// If the next tokens are `?//`, advance past them.
+    // lro
+    fn alt_pattern(&mut self) -> bool {
+        self.maybe(|p| match (p.i.next(), p.i.next()) {
+            (Some(Token("?", _)), Some(Token("//", _))) => Some(()),
+            _ => None,
+        })
+        .is_some()
+    }
+
     fn pattern(&mut self) -> Result<'s, 't, Pattern<&'s str>> {
         match self.i.next() {
             Some(Token(x, Tok::Var)) => Ok(Pattern::Var(*x)),
@@ -442,7 +466,10 @@ impl<'s, 't> Parser<'s, 't> {
                     p.many1(Self::pattern, ",", false, "]", Expect::CommaOrRBrack)
                 }))),
                 "{" => Ok(Pattern::Obj(
-                    self.with(tokens, "", |p| p.obj_items(Self::pat_obj_entry)),
+                    self.with(tokens, "", |p| p.obj_items(Self::pat_obj_entry))
+                        .into_iter()
+                        .flatten()
+                        .collect(),
                 )),
                 _ => Err((Expect::Pattern, next)),
             },
@@ -591,10 +618,19 @@ impl<'s, 't> Parser<'s, 't> {
     /// * `(f): pat`
     /// * ` a : pat`
     /// * `"a": pat`
-    fn pat_obj_entry(&mut self) -> Result<'s, 't, (Term<&'s str>, Pattern<&'s str>)> {
+    /// * `$x: pat` (binds `$x` to `.x` and destructures it with `pat`, as jq does)
+    fn pat_obj_entry(&mut self) -> Result<'s, 't, Vec<(Term<&'s str>, Pattern<&'s str>)>> {
         let i = self.i.clone();
         let key = match self.i.next() {
-            Some(Token(x, Tok::Var)) => return Ok((Term::from_str(&x[1..]), Pattern::Var(x))),
+            Some(Token(x, Tok::Var)) => {
+                let var = (Term::from_str(&x[1..]), Pattern::Var(*x));
+                // lro: jq's `{$x: pattern}`
+                if self.char0(':').is_none() {
+                    return Ok(Vec::from([var]));
+                }
+                let pat = (Term::from_str(&x[1..]), self.pattern()?);
+                return Ok(Vec::from([var, pat]));
+            }
             Some(Token(full, Tok::Block(tokens))) if full.starts_with('(') => {
                 self.with(tokens, ")", Self::term)
             }
@@ -605,7 +641,7 @@ impl<'s, 't> Parser<'s, 't> {
             }
         };
         self.just(":")?;
-        Ok((key, self.pattern()?))
+        Ok(Vec::from([(key, self.pattern()?)]))
     }
 
     /// Parse an object entry.
@@ -857,7 +893,7 @@ impl<S> prec_climb::Op for BinaryOp<S> {
         match self {
             Self::Pipe(None) => 0,
             Self::Comma => 1,
-            Self::Pipe(Some(_)) => 2,
+            Self::Pipe(Some(_)) | Self::PipeAlt(_) => 2,
             Self::Assign | Self::Update | Self::UpdateMath(_) | Self::UpdateAlt => 3,
             Self::Alt => 4,
             Self::Or => Self::Alt.precedence() + 1,
@@ -873,7 +909,7 @@ impl<S> prec_climb::Op for BinaryOp<S> {
     fn associativity(&self) -> prec_climb::Associativity {
         use prec_climb::Associativity;
         match self {
-            Self::Pipe(_) | Self::Assign | Self::Update | Self::UpdateMath(_) | Self::UpdateAlt => {
+            Self::Pipe(_) | Self::PipeAlt(_) | Self::Assign | Self::Update | Self::UpdateMath(_) | Self::UpdateAlt => {
                 Associativity::Right
             }
             _ => Associativity::Left,
