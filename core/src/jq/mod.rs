@@ -9,11 +9,13 @@
 //! the output writer. This file compiles and runs filters and parses their input.
 
 mod builtins;
+mod hints;
 mod tabular;
 mod write;
 
 use std::fmt::Write as _;
 
+use jaq_core::compile::Undefined;
 use jaq_core::load::{self, Arena, File, Loader};
 use jaq_core::{Compiler, Ctx, Vars, data::JustLut};
 use jaq_json::Val;
@@ -40,7 +42,7 @@ fn defs() -> impl Iterator<Item = load::parse::Def<&'static str>> {
         .into_iter()
 }
 
-/// Every builtin filter as (name, arity), for `builtins`.
+/// Every builtin filter as (name, arity), for `builtins` and the hints of compile errors.
 fn defined() -> Vec<(&'static str, usize)> {
     let defs = jaq_core::defs()
         .chain(jaq_std::defs())
@@ -100,6 +102,7 @@ impl Filter {
             .with_global_vars(names.iter().map(String::as_str))
             .compile(modules)
             .map_err(|errors| {
+                let defined = defined();
                 let mut message = String::new();
                 for (_, errors) in errors {
                     for (found, undefined) in errors {
@@ -107,7 +110,18 @@ impl Filter {
                             ("reduce", _) | ("foreach", _) => "wrong number of arguments to".to_owned(),
                             _ => format!("undefined {}", undefined.as_str()),
                         };
-                        let _ = writeln!(message, "{what} `{found}` at {}", position(code, found));
+                        let hint = match undefined {
+                            Undefined::Filter(arity) => hints::filter_hint(found, arity, &defined),
+                            Undefined::Var => {
+                                hints::var_hint(found, &names.iter().map(String::as_str).collect::<Vec<_>>())
+                            }
+                            _ => None,
+                        };
+                        let _ = write!(message, "{what} `{found}` at {}", position(code, found));
+                        let _ = match hint {
+                            Some(hint) => writeln!(message, "; {hint}"),
+                            None => writeln!(message),
+                        };
                     }
                 }
                 Error::InvalidFilter(message.trim_end().to_owned())
