@@ -2,6 +2,7 @@
 //! a shared, noisy machine. Medians throughout; every comparison runs the same input the same
 //! number of times, interleaved, so a slow patch hits both sides of a ratio alike.
 
+mod hosts;
 mod proxy;
 
 use std::fmt::Write as _;
@@ -487,6 +488,11 @@ pub fn run(dir: &Path, quick: bool, only: Option<&str>) -> anyhow::Result<Figure
             figure: format!("{worst_bare} tokens (target ≤ 100)"),
             met: worst_bare <= 100,
         });
+    }
+
+    // ---- the three hosts --------------------------------------------------------------------
+    if wants("hosts") {
+        hosts::section(&mut out, &mut targets, &dir, &runtime, &config, quick)?;
     }
 
     // ---- proxy -----------------------------------------------------------------------------

@@ -80,7 +80,7 @@ pub struct BenchArgs {
     #[arg(long)]
     pub quick: bool,
     /// Run one section only.
-    #[arg(long, value_parser = ["offload", "extract", "calls", "descriptors", "proxy"])]
+    #[arg(long, value_parser = ["offload", "extract", "calls", "descriptors", "hosts", "proxy"])]
     pub only: Option<String>,
 }
 

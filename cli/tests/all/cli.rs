@@ -605,3 +605,28 @@ fn every_artifact_carries_the_one_version() {
         "CHANGELOG.md has an entry for {version}"
     );
 }
+
+/// `lro bench --only hosts` runs the Python and Node packages' scripts (tests/bench/) over the
+/// embedded component: a smoke run checks that every host reported a figure for every call, so
+/// the one command that measures all three hosts keeps working. No time is asserted.
+#[test]
+fn bench_measures_the_three_hosts_side_by_side() {
+    let dir = tempfile::tempdir().unwrap();
+    let args = ["bench", "--quick", "--only", "hosts", "--dir", &dir_arg(dir.path())];
+    let out = lro(&args, "", &[]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let report = stdout(&out);
+    let rows = [
+        ("| a tiny call (inline result) |", 3),
+        ("| offload 500 records (0.4 MB) as JSON text |", 3),
+        ("| offload 500 records (0.4 MB) as objects |", 4),
+    ];
+    for (row, times) in rows {
+        let line = report
+            .lines()
+            .find(|l| l.starts_with(row))
+            .unwrap_or_else(|| panic!("no row `{row}` in\n{report}"));
+        let given = line.matches(" ms |").count() + line.matches(" µs |").count();
+        assert_eq!(given, times, "a host gave no time: {line}");
+    }
+}

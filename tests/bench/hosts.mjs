@@ -1,0 +1,79 @@
+// The Node host's figures for `lro bench --only hosts` (cli/src/bench/hosts.rs), which runs this
+// file and reads the JSON it prints: the same calls the Rust host is measured with, on the same
+// sample files, through the `lro-wasm` package (bindings/node, transpiled from the component
+// under test by its `npm run build`) as a Node MCP server would make them, beside the offloader
+// a Node author would otherwise write by hand.
+//
+//   node tests/bench/hosts.mjs SAMPLES_DIR OUTPUT_DIR REPS_SMALL REPS_LARGE
+//
+// SAMPLES_DIR holds `tiny.json` and `records-N.json` (a JSON array of records each); every
+// offload writes into OUTPUT_DIR, emptied between calls outside the timing. Times are medians in
+// seconds.
+import { randomUUID } from 'node:crypto';
+import { readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { Lro } from '../../bindings/node/lro.js';
+
+const THRESHOLD_TOKENS = 1600;
+
+const median = (samples) => samples.sort((a, b) => a - b)[Math.floor(samples.length / 2)];
+
+function empty(dir) {
+  for (const name of readdirSync(dir)) rmSync(join(dir, name));
+}
+
+/** A hand-written offloader: one JSON line per record, written when the result's estimated
+ * tokens (4 characters a token) pass the threshold, and a small descriptor. */
+function handwritten(records, dir) {
+  const lines = records.map((record) => JSON.stringify(record));
+  const chars = lines.reduce((sum, line) => sum + line.length, 0);
+  if (Math.floor(chars / 4) <= THRESHOLD_TOKENS) return { inline: `[${lines.join(',')}]` };
+  const path = join(dir, `hand-${randomUUID()}.jsonl`);
+  writeFileSync(path, `${lines.join('\n')}\n`);
+  return { file_path: path, count: records.length, tokens: Math.floor(chars / 4) };
+}
+
+async function timed(reps, dir, call) {
+  const samples = [];
+  for (let i = 0; i < reps; i++) {
+    const start = performance.now();
+    await call();
+    samples.push((performance.now() - start) / 1e3);
+    empty(dir);
+  }
+  return median(samples);
+}
+
+const [samples, out, repsSmall, repsLarge] = process.argv.slice(2);
+const lro = new Lro();
+try {
+  const config = { output_dir: out, threshold_tokens: THRESHOLD_TOKENS };
+  const figures = { host: 'node', offload: {} };
+  const tiny = JSON.parse(readFileSync(join(samples, 'tiny.json'), 'utf8'));
+  const request = { operation: 'recall', query: 'caching', detail: 'full', records: tiny };
+  if ((await lro.offload(config, request)).kind !== 'inline') throw new Error('the tiny call was not answered inline');
+  figures.tiny = await timed(Number(repsSmall) * 10, out, () => lro.offload(config, request));
+
+  const names = readdirSync(samples).filter((name) => name.startsWith('records-')).sort();
+  for (const name of names) {
+    const n = Number(name.slice('records-'.length, -'.json'.length));
+    const text = readFileSync(join(samples, name), 'utf8');
+    const records = JSON.parse(text);
+    const reps = n <= 500 ? Number(repsSmall) : Number(repsLarge);
+    const asText = { operation: 'recall', query: 'caching', detail: 'full', records: text };
+    const asObjects = { ...asText, records };
+    for (const req of [asText, asObjects]) {
+      if ((await lro.offload(config, req)).kind !== 'offloaded') throw new Error(`${n} records were not offloaded`);
+      empty(out);
+    }
+    figures.offload[String(n)] = {
+      text: await timed(reps, out, () => lro.offload(config, asText)),
+      objects: await timed(reps, out, () => lro.offload(config, asObjects)),
+      handwritten: await timed(reps, out, () => handwritten(records, out)),
+    };
+  }
+  console.log(JSON.stringify(figures));
+} finally {
+  lro.close();
+}
