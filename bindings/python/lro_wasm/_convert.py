@@ -79,7 +79,7 @@ def snake(kebab: str) -> str:
 
 def field_names(ty: RecordType) -> list:
     """The JSON-form names of a record type's fields, in WIT order."""
-    return [snake(kebab) for kebab, _ in ty.fields]
+    return list(_shape(ty).names)
 
 
 def unknown_fields(where: str, given: Any, known: Any) -> LroError | None:
@@ -91,46 +91,133 @@ def unknown_fields(where: str, given: Any, known: Any) -> LroError | None:
     return LroError(kind_at(where), f"{where}: unknown field(s) {', '.join(named)}")
 
 
+# The component's types, read once. wasmtime-py builds a type's fields, cases and classes anew
+# from the C API on every access, which cost a tiny call more than the component itself did; the
+# types a call uses (its parameters and result, the config and event types) live as long as the
+# loaded component, so each is turned once into this tree of plain shapes and kept.
+
+
+class _Record:
+    def __init__(self, ty: RecordType):
+        self.fields = [(kebab, snake(kebab), _build(t)) for kebab, t in ty.fields]
+        self.names = tuple(name for _, name, _ in self.fields)
+        self.known = frozenset(self.names)
+
+
+class _Option:
+    def __init__(self, ty: OptionType):
+        self.payload = _build(ty.payload)
+
+
+class _List:
+    def __init__(self, ty: ListType):
+        self.element = _build(ty.element)
+
+
+class _Enum:
+    def __init__(self, ty: EnumType):
+        self.names = tuple(ty.names)
+        self.expected = " or ".join(map(repr, self.names))
+
+
+class _Cases:
+    """A variant's or result's cases, each as (name, payload shape or None, Python classes).
+    wasmtime-py returns `Variant(tag, payload)` only when the Python classes of two cases
+    overlap, else the bare payload (`tagged`)."""
+
+    def __init__(self, cases: list, result: bool = False):
+        self.result = result
+        self.cases = [(name, None if t is None else _build(t), frozenset(_classes(t))) for name, t in cases]
+        self.by_name = {name: shape for name, shape, _ in self.cases}
+        seen: set = set()
+        self.tagged = False
+        for _, _, classes in self.cases:
+            self.tagged |= bool(classes & seen)
+            seen |= classes
+
+
+class _Scalar:
+    def __init__(self, kind: str, bits: int = 0):
+        self.kind, self.bits = kind, bits
+
+
+def _build(ty: Any) -> Any:
+    if isinstance(ty, RecordType):
+        return _Record(ty)
+    if isinstance(ty, OptionType):
+        return _Option(ty)
+    if isinstance(ty, ListType):
+        return _List(ty)
+    if isinstance(ty, EnumType):
+        return _Enum(ty)
+    if isinstance(ty, ResultType):
+        return _Cases([("ok", ty.ok), ("err", ty.err)], result=True)
+    if isinstance(ty, VariantType):
+        return _Cases(ty.cases)
+    if isinstance(ty, String):
+        return _Scalar("string")
+    if isinstance(ty, Bool):
+        return _Scalar("bool")
+    for int_type, bits in ((U8, 8), (U32, 32), (U64, 64)):
+        if isinstance(ty, int_type):
+            return _Scalar("int", bits)
+    return _Scalar(type(ty).__name__)  # not in this WIT: lower refuses it
+
+
+# id(type) -> (type, shape); the type is kept so that its id is not reused.
+_SHAPES: dict = {}
+
+
+def _shape(ty: Any) -> Any:
+    hit = _SHAPES.get(id(ty))
+    if hit is None or hit[0] is not ty:
+        hit = _SHAPES[id(ty)] = (ty, _build(ty))
+    return hit[1]
+
+
 def lower(ty: Any, value: Any, where: str) -> Any:
     """A JSON-form value -> the value wasmtime-py takes for `ty`; LroError naming `where` when
     it does not fit."""
-    if isinstance(ty, RecordType):
+    return _lower(_shape(ty), value, where)
+
+
+def _lower(shape: Any, value: Any, where: str) -> Any:
+    if isinstance(shape, _Record):
         if not isinstance(value, dict):
             raise bad(where, "an object", value)
-        error = unknown_fields(where, value, field_names(ty))
-        if error is not None:
-            raise error
+        if not shape.known.issuperset(value):
+            raise unknown_fields(where, value, shape.names)
         record = Record()
-        for kebab, field_type in ty.fields:  # wasmtime-py reads record fields by kebab-case name
-            name = snake(kebab)
-            setattr(record, kebab, lower(field_type, value.get(name), f"{where}.{name}"))
+        for kebab, name, field in shape.fields:  # wasmtime-py reads record fields by kebab-case name
+            setattr(record, kebab, _lower(field, value.get(name), f"{where}.{name}"))
         return record
-    if isinstance(ty, OptionType):
-        return None if value is None else lower(ty.payload, value, where)
-    if isinstance(ty, ListType):
+    if isinstance(shape, _Option):
+        return None if value is None else _lower(shape.payload, value, where)
+    if isinstance(shape, _List):
         if not isinstance(value, (list, tuple)):
             raise bad(where, "an array", value)
-        return [lower(ty.element, v, f"{where}[{i}]") for i, v in enumerate(value)]
-    if isinstance(ty, EnumType):
-        if value not in ty.names:
-            raise bad(where, " or ".join(map(repr, ty.names)), value)
+        return [_lower(shape.element, v, f"{where}[{i}]") for i, v in enumerate(value)]
+    if isinstance(shape, _Enum):
+        if value not in shape.names:
+            raise bad(where, shape.expected, value)
         return value
-    if isinstance(ty, String):
+    kind = shape.kind if isinstance(shape, _Scalar) else type(shape).__name__
+    if kind == "string":
         if isinstance(value, str):
             return value
         if where.rsplit(".", 1)[-1] in JSON_INPUTS and value is not None:
             return json_text(value, where)
         raise bad(where, "a string", value)
-    if isinstance(ty, Bool):
+    if kind == "bool":
         if not isinstance(value, bool):
             raise bad(where, "true or false", value)
         return value
-    for int_type, bits in ((U8, 8), (U32, 32), (U64, 64)):
-        if isinstance(ty, int_type):
-            if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value < 1 << bits:
-                raise bad(where, f"an integer from 0 to {(1 << bits) - 1}", value)
-            return value
-    raise TypeError(f"{where}: lro_wasm cannot pass a {type(ty).__name__}")  # not in this WIT
+    if kind == "int":
+        bits = shape.bits
+        if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value < 1 << bits:
+            raise bad(where, f"an integer from 0 to {(1 << bits) - 1}", value)
+        return value
+    raise TypeError(f"{where}: lro_wasm cannot pass a {kind}")  # not in this WIT
 
 
 def _classes(ty: Any) -> set:
@@ -142,44 +229,40 @@ def _classes(ty: Any) -> set:
     return found
 
 
-def _case(cases: list, value: Any) -> tuple:
-    """(case name, payload type, payload) of a variant-like value. wasmtime-py returns
-    `Variant(tag, payload)` only when the Python classes of two cases overlap, else the bare
-    payload; this applies the same rule to tell which case a bare payload is."""
-    seen: set = set()
-    tagged = False
-    for _, ty in cases:
-        classes = _classes(ty)
-        tagged |= bool(classes & seen)
-        seen |= classes
-    if tagged:
-        return value.tag, dict(cases)[value.tag], value.payload
-    for name, ty in cases:
-        if ty is None and value is None:
+def _case(shape: _Cases, value: Any) -> tuple:
+    """(case name, payload shape, payload) of a variant-like value, by wasmtime-py's rule
+    (`_Cases`) for when a payload comes bare."""
+    if shape.tagged:
+        return value.tag, shape.by_name[value.tag], value.payload
+    for name, payload, classes in shape.cases:
+        if payload is None and value is None:
             return name, None, None
-        if ty is not None and isinstance(value, tuple(_classes(ty))):
-            return name, ty, value
-    raise TypeError(f"a value of type {type(value).__name__} fits no case of {[c for c, _ in cases]}")
+        if payload is not None and isinstance(value, tuple(classes)):
+            return name, payload, value
+    raise TypeError(f"a value of type {type(value).__name__} fits no case of {[c for c, _, _ in shape.cases]}")
 
 
 def lift(ty: Any, value: Any) -> Any:
     """A wasmtime-py value of type `ty` -> the JSON form; a WIT error raises LroError."""
-    if isinstance(ty, RecordType):
-        return {snake(kebab): lift(t, getattr(value, kebab)) for kebab, t in ty.fields}
-    if isinstance(ty, ResultType):
-        name, case_type, payload = _case([("ok", ty.ok), ("err", ty.err)], value)
-        if name == "err":
-            error = lift(case_type, payload)
-            raise LroError(error["kind"], error["message"])
-        return None if case_type is None else lift(case_type, payload)
-    if isinstance(ty, VariantType):
-        name, case_type, payload = _case(ty.cases, value)
-        lifted = None if case_type is None else lift(case_type, payload)
+    return _lift(_shape(ty), value)
+
+
+def _lift(shape: Any, value: Any) -> Any:
+    if isinstance(shape, _Record):
+        return {name: _lift(field, getattr(value, kebab)) for kebab, name, field in shape.fields}
+    if isinstance(shape, _Cases):
+        name, payload_shape, payload = _case(shape, value)
+        if shape.result:
+            if name == "err":
+                error = _lift(payload_shape, payload)
+                raise LroError(error["kind"], error["message"])
+            return None if payload_shape is None else _lift(payload_shape, payload)
+        lifted = None if payload_shape is None else _lift(payload_shape, payload)
         if isinstance(lifted, dict):  # outcome, tool-outcome, event
             return {"kind": name, **lifted}
         return {"kind": name, "message": lifted}  # error: every case carries a string
-    if isinstance(ty, OptionType):
-        return None if value is None else lift(ty.payload, value)
-    if isinstance(ty, ListType):
-        return [lift(ty.element, v) for v in value]
+    if isinstance(shape, _Option):
+        return None if value is None else _lift(shape.payload, value)
+    if isinstance(shape, _List):
+        return [_lift(shape.element, v) for v in value]
     return value  # string, bool, integer, enum name
