@@ -20,6 +20,16 @@ const MiB = 2 ** 20;
 const PAGE = 64 * 1024;
 
 /** Defaults of the Rust host (host/src/options.rs, `Options`). */
+/**
+ * The error of a call that close() stopped (kind `host`). `closed` is true on it, so that a
+ * caller such as withLro's sweeper can tell it from a failure worth reporting.
+ */
+function closedError() {
+  const error = new LroError('host', 'the call was stopped: Lro.close() was called while it ran');
+  error.closed = true;
+  return error;
+}
+
 export const DEFAULTS = Object.freeze({
   timeout: 10_000, // ms: every call but the filter calls
   filterTimeout: 1_000, // ms: the filter calls (extract, callTool, query), which run user filters
@@ -225,7 +235,7 @@ export class Lro {
 
   /** Stops the worker; a call still running fails with kind `host`; later calls start a new one. */
   close() {
-    this.#fail(new LroError('host', 'the call was stopped: Lro.close() was called while it ran'));
+    this.#fail(closedError());
   }
 
   /**
@@ -315,7 +325,10 @@ export class Lro {
       worker.once('message', (m) => (m?.ready ? resolve() : reject(new LroError('host', 'the worker did not start'))));
       // Until it is ready, failing to start is a load error (e.g. gen/ holds broken bindings).
       worker.once('error', (e) => reject(new LroError('load', `the worker could not start: ${e?.message ?? e}`)));
-      worker.once('exit', (code) => reject(new LroError('load', `the worker exited while starting (code ${code})`)));
+      // A worker discarded while starting was stopped by close(): the call fails as close() says.
+      worker.once('exit', (code) => reject(this.#worker === worker
+        ? new LroError('load', `the worker exited while starting (code ${code})`)
+        : closedError()));
     });
     try {
       await this.#ready;

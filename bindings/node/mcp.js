@@ -199,6 +199,8 @@ function startSweeping({ config, lro }) {
       await lro.sweep(config, Date.now());
       sweeper.lastError = null;
     } catch (e) {
+      // Stopped by lro.close() (the server is shutting down): nothing went wrong.
+      if (e.closed) return;
       const message = `${e.kind ?? e.name}: ${e.message}`;
       // Said once, not at every interval, until it changes or a sweep works again.
       if (message !== sweeper.lastError) console.error(`lro: sweeping ${dir} failed: ${message}`);
@@ -213,13 +215,16 @@ function startSweeping({ config, lro }) {
     try {
       await lro.rewriteTools(config, []);
     } catch (e) {
-      const what = e.kind === 'invalid-config' ? 'the configuration is refused' : 'the configuration could not be checked';
-      console.error(`lro: ${what}: ${e.kind ?? e.name}: ${e.message}`);
+      // Stopped by lro.close() (the server is shutting down): nothing to report.
+      if (!e.closed) {
+        const what = e.kind === 'invalid-config' ? 'the configuration is refused' : 'the configuration could not be checked';
+        console.error(`lro: ${what}: ${e.kind ?? e.name}: ${e.message}`);
+      }
     }
     await sweep();
     const ttl = config.ttl_seconds ?? (await lro.defaults()).ttl_seconds;
     sweeper.timer = setInterval(sweep, sweepInterval(ttl));
     // The sweeper must never be what keeps a server's process alive.
     sweeper.timer.unref();
-  })().catch((e) => console.error(`lro: cannot start sweeping ${dir}: ${e.kind ?? e.name}: ${e.message}`));
+  })().catch((e) => e.closed || console.error(`lro: cannot start sweeping ${dir}: ${e.kind ?? e.name}: ${e.message}`));
 }

@@ -113,6 +113,20 @@ describe('runaway filters are stopped by the one limit they provoke, and the hos
     assert.equal(out.trim(), 'ok 1');
   });
 
+  it('close() while the worker starts fails the call as close() does, not as a load error', () => {
+    // A server that closes its Lro during the first call (withLro's first sweep, say) must not
+    // be told the component failed to load. The fixture holds the worker's start for 1.5 s.
+    const script = `import { Lro } from ${JSON.stringify(join(HOST, 'lro.js'))};
+      const lro = new Lro();
+      const call = lro.query('.a', '{"a": 1}');
+      setTimeout(() => lro.close(), 100);
+      try { console.log('ok', (await call).values.join()); }
+      catch (e) { console.log(e.kind, e.closed, e.message); }`;
+    const out = execFileSync(process.execPath, ['--require', join(HOST, 'test', 'fixtures', 'slow-worker-start.cjs'),
+      '--input-type=module', '-e', script], { encoding: 'utf8', timeout: 20_000 });
+    assert.equal(out.trim(), 'host true the call was stopped: Lro.close() was called while it ran');
+  });
+
   it('the deadline is an option', async () => {
     const quick = new Lro({ filterTimeout: 200 });
     try {
