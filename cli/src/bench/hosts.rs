@@ -60,7 +60,7 @@ fn secs(s: f64) -> Duration {
     Duration::from_secs_f64(s)
 }
 
-/// Runs `program` in `dir` with `env`, and parses the JSON line it prints.
+/// Runs one binding's script (`command`, set up by the caller), and parses the JSON it prints.
 fn figures(mut command: Command, what: &str) -> anyhow::Result<HostFigures> {
     let output = command
         .output()
@@ -75,8 +75,8 @@ fn figures(mut command: Command, what: &str) -> anyhow::Result<HostFigures> {
     serde_json::from_slice(&output.stdout).with_context(|| format!("reading the {what} host's figures"))
 }
 
-/// Runs the section. `work` receives the offloaded files; `runtime` and `config` are the Rust
-/// host's, with `config.output_dir` = `work`.
+/// Runs the section. `dir` receives the sample files and the component; `runtime` and `config`
+/// are the Rust host's, and every host offloads into `config.output_dir`.
 pub fn section(
     out: &mut String,
     targets: &mut Vec<Target>,

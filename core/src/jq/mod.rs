@@ -42,18 +42,26 @@ fn defs() -> impl Iterator<Item = load::parse::Def<&'static str>> {
         .into_iter()
 }
 
-/// Every builtin filter as (name, arity), for `builtins` and the hints of compile errors.
-fn defined() -> Vec<(&'static str, usize)> {
-    let defs = jaq_core::defs()
+/// Every definition written in jq that filters see: jaq's standard library, then ours.
+fn all_defs() -> impl Iterator<Item = load::parse::Def<&'static str>> {
+    jaq_core::defs()
         .chain(jaq_std::defs())
         .chain(jaq_json::defs())
         .chain(defs())
-        .map(|def| (def.name, def.args.len()));
-    let funs = jaq_core::funs::<Kind>()
-        .chain(jaq_std::funs::<Kind>())
-        .chain(jaq_json::funs::<Kind>())
-        .chain(builtins::funs::<Kind>())
-        .map(|(name, args, _)| (name, args.len()));
+}
+
+/// Every Rust-defined builtin that filters see: jaq's, then ours.
+fn all_funs() -> impl Iterator<Item = jaq_core::native::Fun<Kind>> {
+    jaq_core::funs()
+        .chain(jaq_std::funs())
+        .chain(jaq_json::funs())
+        .chain(builtins::funs())
+}
+
+/// Every builtin filter as (name, arity), for `builtins` and the hints of compile errors.
+fn defined() -> Vec<(&'static str, usize)> {
+    let defs = all_defs().map(|def| (def.name, def.args.len()));
+    let funs = all_funs().map(|(name, args, _)| (name, args.len()));
     defs.chain(funs).collect()
 }
 
@@ -80,11 +88,7 @@ impl Filter {
         let names: Vec<String> = std::iter::once("$ENV".to_owned())
             .chain(vars.iter().map(|v| format!("${v}")))
             .collect();
-        let defs = jaq_core::defs()
-            .chain(jaq_std::defs())
-            .chain(jaq_json::defs())
-            .chain(defs());
-        let loader = Loader::new(defs);
+        let loader = Loader::new(all_defs());
         let arena = Arena::default();
         let modules = loader.load(&arena, File { code, path: () }).map_err(|errors| {
             let mut message = String::new();
@@ -93,16 +97,13 @@ impl Filter {
             }
             Error::InvalidFilter(message.trim_end().to_owned())
         })?;
-        let funs = jaq_core::funs()
-            .chain(jaq_std::funs())
-            .chain(jaq_json::funs())
-            .chain(builtins::funs());
         let filter = Compiler::default()
-            .with_funs(funs)
+            .with_funs(all_funs())
             .with_global_vars(names.iter().map(String::as_str))
             .compile(modules)
             .map_err(|errors| {
                 let defined = defined();
+                let vars: Vec<&str> = names.iter().map(String::as_str).collect();
                 let mut message = String::new();
                 for (_, errors) in errors {
                     for (found, undefined) in errors {
@@ -112,9 +113,7 @@ impl Filter {
                         };
                         let hint = match undefined {
                             Undefined::Filter(arity) => hints::filter_hint(found, arity, &defined),
-                            Undefined::Var => {
-                                hints::var_hint(found, &names.iter().map(String::as_str).collect::<Vec<_>>())
-                            }
+                            Undefined::Var => hints::var_hint(found, &vars),
                             _ => None,
                         };
                         let _ = write!(message, "{what} `{found}` at {}", position(code, found));
