@@ -29,7 +29,8 @@ fn main() {
         lro_core::Outcome::Offloaded { path, .. } => path,
         _ => panic!("the sample is large enough to offload"),
     };
-    let reps = 20_000 / n.max(1) + 1;
+    // LRO_REPS sets the repetitions, e.g. enough for the loop to outweigh building the records.
+    let reps = std::env::var("LRO_REPS").map_or(20_000 / n.max(1) + 1, |r| r.parse().unwrap());
     let start = std::time::Instant::now();
     if what == "extract" {
         let path = offload();

@@ -2,6 +2,8 @@
 //! without building a value, where parsing every record into a tree was the cost of an offload or
 //! an extraction.
 //!
+//! - [`split_array`]: the offload's one pass over a result set, validating it and scanning each
+//!   record as [`scan`] does.
 //! - [`scan`]: whether a record's text is compact as serde_json prints it, and the top-level
 //!   members the record-level interceptor needs (`memory`, `score`, `namespace`, detail level).
 //!   [`compacted`] then uses the text as it is or transcodes it without building a tree.
@@ -24,6 +26,9 @@
 use std::borrow::Cow;
 
 use crate::jq::write_num;
+
+mod split;
+pub use split::{Element, quote_or_backslash, split_array};
 
 /// `raw` as compact JSON, given whether it is compact already (from [`scan`]).
 ///
@@ -102,11 +107,11 @@ pub fn scan(raw: &str) -> Scan<'_> {
                 i += 1;
                 // Strings are most of a record: jump to the next quote or backslash.
                 loop {
-                    let Some(at) = memchr::memchr2(b'"', b'\\', &text[i..]) else {
+                    let Some(at) = quote_or_backslash(text, i) else {
                         i = text.len(); // unreachable for valid JSON: the string is closed
                         break;
                     };
-                    i += at;
+                    i = at;
                     if text[i] == b'"' {
                         break;
                     }
@@ -355,7 +360,7 @@ pub fn skip_ws(b: &[u8], mut i: usize) -> usize {
 pub fn skip_string(b: &[u8], i: usize) -> Option<usize> {
     let mut at = i + 1;
     loop {
-        at += memchr::memchr2(b'"', b'\\', &b[at..])?;
+        at = quote_or_backslash(b, at)?;
         if b[at] == b'\\' {
             at += 2;
         } else {

@@ -550,3 +550,74 @@ fn the_defaults_ignore_a_callers_tiny_deadline() {
     });
     assert_eq!(tiny.defaults().unwrap(), defaults());
 }
+
+/// The component's one-pass split of the records (WebAssembly SIMD there, SSE2 or eight bytes a
+/// step in machine code) writes the same lines and estimates the same tokens as the machine
+/// code does, for strings with an escape, a non-ASCII or a control character at every position
+/// of the steps, and for text that is not compact.
+#[test]
+fn the_component_reads_records_as_the_machine_code_does() {
+    let specials = [
+        "\\\"", "\\\\", "\\n", "\\/", "\\u00e9", "\\u0001", "é", "日", "😀", "\u{7f}",
+    ];
+    let mut records = Vec::new();
+    for len in [15, 16, 17, 31, 33] {
+        for at in 0..len {
+            for special in specials {
+                let body: String = (0..len).map(|k| if k == at { special } else { "x" }).collect();
+                records.push(format!(
+                    r#"{{"id":"r{}","namespace":"n{at}","title":"{body}","n":1.5}}"#,
+                    records.len()
+                ));
+            }
+        }
+    }
+    for text in [
+        format!("[{}]", records.join(",")),
+        format!("[\n  {}\n]", records.join(" ,\n  ")),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let cfg = config(dir.path(), 100);
+        let req = Request {
+            operation: Operation::Recall,
+            query: None,
+            detail: None,
+            records: text.clone(),
+            text: None,
+        };
+        let component = offloaded(RUNTIME.offload(&cfg, &req).unwrap());
+        let machine_cfg = lro_core::Config {
+            output_dir: cfg.output_dir.clone(),
+            threshold_tokens: 100,
+            ..lro_core::Config::default()
+        };
+        let machine_req = lro_core::offload::Request {
+            operation: lro_core::Operation::Recall,
+            query: None,
+            detail: None,
+            records: &text,
+            text: None,
+        };
+        let lro_core::Outcome::Offloaded { path, tokens, .. } =
+            lro_core::offload::offload(&machine_cfg, &machine_req, &mut |_| {}).unwrap()
+        else {
+            panic!("the machine code did not offload");
+        };
+        assert_eq!(component.tokens, tokens);
+        let lines = |path: &str| {
+            std::fs::read_to_string(path)
+                .unwrap()
+                .lines()
+                .skip(1)
+                .map(str::to_owned)
+                .collect::<Vec<_>>()
+        };
+        let (ours, theirs) = (lines(&component.path), lines(&path));
+        assert_eq!(ours.len(), records.len());
+        assert_eq!(ours, theirs);
+        // Each line is what serde_json prints for the record.
+        for (line, record) in ours.iter().zip(&records) {
+            assert_eq!(line, &serde_json::from_str::<Value>(record).unwrap().to_string());
+        }
+    }
+}

@@ -144,6 +144,7 @@ mod tests {
                 namespace: Some((*n).into()),
                 score: None,
                 level: 0,
+                counts: Default::default(),
             })
             .collect();
         assert_eq!(top_namespaces(&records), ["a", "b", "f", "c", "d"]);

@@ -78,7 +78,7 @@ pub(crate) fn offload_estimated(
         };
         records
             .iter()
-            .fold(brackets_and_commas, |counts, r| counts + Counts::of(&r.inline))
+            .fold(brackets_and_commas, |counts, r| counts + r.counts)
             .tokens()
     });
 
@@ -213,7 +213,7 @@ fn degrade(config: &Config, records: &[Record], error: &str) -> (String, String,
             other: u64::from(i > 0),
             cjk: 0,
         };
-        let next = counts + Counts::of(&record.inline) + comma;
+        let next = counts + record.counts + comma;
         if next.tokens() > config.threshold_tokens {
             break;
         }

@@ -6,6 +6,7 @@ use std::borrow::Cow;
 use serde_json::value::RawValue;
 
 use crate::Error;
+use crate::estimate::Counts;
 use crate::json_text::{self, compacted};
 
 /// One record of the result set, as compact JSON text (borrowed from the input when it was
@@ -16,11 +17,13 @@ pub(super) struct Record<'a> {
     /// Compact JSON of the memory alone: the file line. None when it equals `inline`.
     pub(super) line: Option<Cow<'a, str>>,
     /// Its `namespace`, when that is a string.
-    pub(super) namespace: Option<String>,
+    pub(super) namespace: Option<Cow<'a, str>>,
     /// A search hit's score (never written to the file).
     pub(super) score: Option<f64>,
     /// The richest detail level its members show (see [`json_text::Scan::level`]).
     pub(super) level: u8,
+    /// The characters of `inline`, for the token estimate.
+    pub(super) counts: Counts,
 }
 
 impl Record<'_> {
@@ -32,8 +35,17 @@ impl Record<'_> {
 
 /// The records of the `records` JSON text, each checked and compacted.
 pub(super) fn parse_records(text: &str) -> Result<Vec<Record<'_>>, Error> {
+    // The one-pass split takes the common case; whatever it leaves (invalid input above all)
+    // goes through serde_json, which also words the error.
+    if let Some(elements) = json_text::split_array(text) {
+        return elements
+            .into_iter()
+            .enumerate()
+            .map(|(i, e)| to_record(i, e.raw, e.scan, e.ascii))
+            .collect();
+    }
     let items: Vec<&RawValue> = serde_json::from_str(text).map_err(|e| {
-        // One pass in the common case; on failure, say whether it is not JSON or not an array.
+        // On failure, say whether it is not JSON or not an array.
         match serde_json::from_str::<&RawValue>(text) {
             Ok(whole) if !whole.get().starts_with('[') => Error::InvalidInput(format!(
                 "records must be a JSON array of memory objects or search hits, got {}",
@@ -54,15 +66,15 @@ pub(super) fn parse_records(text: &str) -> Result<Vec<Record<'_>>, Error> {
                     json_text::type_name(raw)
                 )));
             }
-            to_record(i, raw)
+            to_record(i, raw, json_text::scan(raw), false)
         })
         .collect()
 }
 
-/// One element of the result set as a record (the memory of a search hit on its own line).
-fn to_record(i: usize, raw: &str) -> Result<Record<'_>, Error> {
+/// One element of the result set as a record (the memory of a search hit on its own line),
+/// given what [`json_text::scan`] finds in it and whether it is known to be ASCII only.
+fn to_record<'a>(i: usize, raw: &'a str, scan: json_text::Scan<'a>, ascii: bool) -> Result<Record<'a>, Error> {
     let unusable = |e: String| Error::InvalidInput(format!("records[{i}] cannot be written as JSON: {e}"));
-    let scan = json_text::scan(raw);
     // The extractor parses a line at most this deep; a record it could never read back is
     // refused here rather than offloaded.
     if scan.depth > crate::jq::MAX_DEPTH {
@@ -74,6 +86,14 @@ fn to_record(i: usize, raw: &str) -> Result<Record<'_>, Error> {
         )));
     }
     let inline = compacted(raw, scan.compact).map_err(unusable)?;
+    // The text's character count is its length when it is the (ASCII) text scanned.
+    let counts = match inline {
+        Cow::Borrowed(_) if ascii => Counts {
+            other: inline.len() as u64,
+            cjk: 0,
+        },
+        _ => Counts::of(&inline),
+    };
     match scan.memory {
         Some(memory) if memory.starts_with('{') => {
             let score = match scan.score {
@@ -96,6 +116,7 @@ fn to_record(i: usize, raw: &str) -> Result<Record<'_>, Error> {
                 score,
                 level: memory_scan.level,
                 inline,
+                counts,
             })
         }
         _ => Ok(Record {
@@ -104,12 +125,16 @@ fn to_record(i: usize, raw: &str) -> Result<Record<'_>, Error> {
             line: None,
             level: scan.level,
             inline,
+            counts,
         }),
     }
 }
 
-/// A `namespace` member's text as a string, when it is one.
-fn namespace_of(raw: Option<&str>) -> Option<String> {
-    raw.filter(|r| r.starts_with('"'))
-        .and_then(|r| serde_json::from_str(r).ok())
+/// A `namespace` member's text as a string, when it is one (borrowed when it has no escapes).
+fn namespace_of(raw: Option<&str>) -> Option<Cow<'_, str>> {
+    let raw = raw.filter(|r| r.starts_with('"'))?;
+    match raw.get(1..raw.len() - 1) {
+        Some(plain) if !plain.contains('\\') => Some(Cow::Borrowed(plain)),
+        _ => serde_json::from_str(raw).ok().map(Cow::Owned),
+    }
 }
