@@ -22,7 +22,8 @@ offload directory never fails `offload` or `intercept`: they degrade, as for a f
 The MCP integration, `lro_wasm.mcp.LroExtension`, needs the `mcp` extra (`pip install
 lro-wasm[mcp]`); nothing else here imports mcp.
 
-Modules: `_convert` (the JSON form <-> wasmtime values, by the component's types),
+Modules: `_convert` (the JSON form <-> wasmtime values, by the component's types), `_capi`
+(the same, written to and read from wasmtime's C API values directly: the fast path),
 `_directory` (the offload directory), `_sandbox` (the sandboxed call and trap mapping),
 `_cache` (compiling and caching the component), `_settings` (the configuration file and
 environment), `_errors` (LroError), `mcp` (the MCP server integration).
@@ -36,7 +37,7 @@ import os
 from typing import Any, Callable, Mapping, Optional
 
 from . import _cache, _settings
-from ._convert import field_names, lower, snake, unknown_fields
+from ._convert import field_names, unknown_fields
 from ._directory import Unusable, absolute, default_output_dir, owner_only, prepare_dir
 from ._errors import HOST_KINDS, LroError, bad
 from ._sandbox import Sandbox, new_engine
@@ -89,6 +90,7 @@ class Lro:
         filter_deadline: float = 1.0,
         filter_memory: int = 512 << 20,
         cache_dir: Optional[str] = "default",
+        _fast: Optional[bool] = None,
     ):
         """`wasm`: the component's path; when None, $LRO_WASM, else the component bundled in
         the package (`wasm_path()`). `on_event` receives every event as a dict with `kind`,
@@ -105,7 +107,9 @@ class Lro:
         path = os.fspath(wasm) if wasm is not None else wasm_path()
         engine = new_engine()
         cache = _cache.cache_dir() if cache_dir == "default" else cache_dir
-        self._sandbox = Sandbox(engine, _cache.load(engine, _cache.read(path), cache, path), path)
+        # `_fast` (tests): True/False forces the call path through wasmtime's C API or its public
+        # API; None takes the C API when the installed wasmtime-py is the one it was written for.
+        self._sandbox = Sandbox(engine, _cache.load(engine, _cache.read(path), cache, path), path, _fast)
         missing = sorted(_WIT_FUNCTIONS - set(self._sandbox.functions))
         if missing:
             raise LroError("load", f"{path}: the component exports no {', '.join(missing)}: "
@@ -202,9 +206,10 @@ class Lro:
 
     # ---- one call -------------------------------------------------------------------------
 
-    def _merge(self, cfg: Any) -> dict:
+    def _merge(self, cfg: Any, *, copy_defaults: bool = True) -> dict:
         """The defaults with `cfg` over them, checked against the component's config type
-        before anything touches the file system."""
+        before anything touches the file system. The defaults' lists are shared with the
+        result, not copied, when `copy_defaults` is false: for a config only a call reads."""
         if cfg is not None and not isinstance(cfg, dict):
             raise bad("config", "an object", cfg)
         cfg = cfg or {}
@@ -213,13 +218,14 @@ class Lro:
         error = unknown_fields("config", cfg, field_names(self._config_type))
         if error is not None:
             raise error
-        merged = {**self.defaults(), **{k: v for k, v in cfg.items() if k != DIR_PROBLEM}}
-        lower(self._config_type, merged, "config")  # every value of the right type, or an error
+        defaults = self.defaults() if copy_defaults else self._defaults
+        merged = {**defaults, **{k: v for k, v in cfg.items() if k != DIR_PROBLEM}}
+        self._sandbox.check(self._config_type, merged, "config")  # every value of the right type, or an error
         return merged
 
     def _unmounted(self, cfg: Any) -> dict:
         """The config of a call that mounts no directory: `output_dir` made absolute."""
-        cfg = self._merge(cfg)
+        cfg = self._merge(cfg, copy_defaults=False)
         cfg["output_dir"] = absolute(cfg["output_dir"])
         return cfg
 
@@ -227,7 +233,7 @@ class Lro:
         """A call that uses the offload directory (`use`: WRITE, SWEEP or READ). For the calls
         that write, an unusable directory is not an error: the component is told why
         (`dir_problem`), writes nothing and degrades the result, as for any failed write."""
-        cfg = self._merge(cfg)
+        cfg = self._merge(cfg, copy_defaults=False)
         try:
             dir, writable = prepare_dir(cfg["output_dir"], create=use == WRITE)
             # Read-only for extraction, and for a directory with no write bit at all, so that
@@ -249,10 +255,8 @@ class Lro:
         return self._call(name, [cfg, arg])
 
     def _call(self, name: str, args: list, *, preopen: Optional[tuple] = None, filters: bool = False) -> Any:
-        params = self._sandbox.functions[name].params
-        lowered = [lower(ty, value, snake(pname)) for (pname, ty), value in zip(params, args)]
         deadline, memory = (self.filter_deadline, self.filter_memory) if filters else (self.deadline, self.memory)
-        return self._sandbox.run(name, lowered, preopen=preopen, deadline=deadline, memory=memory,
+        return self._sandbox.run(name, args, preopen=preopen, deadline=deadline, memory=memory,
                                  deliver=self._deliver)
 
     def _deliver(self, event: dict) -> None:

@@ -48,9 +48,16 @@ def dumps(value: Any, where: str = "value") -> str:
     integers over 64 bits): those fall back to json, so whatever json serialises is accepted
     either way (orjson also serialises datetimes, UUIDs, enums and dataclasses, and writes NaN as
     null where json writes NaN). A value neither can serialise is an LroError naming `where`."""
+    text = dumps_utf8(value, where)
+    return text.decode("utf-8") if isinstance(text, bytes) else text
+
+
+def dumps_utf8(value: Any, where: str = "value") -> "str | bytes":
+    """`dumps`, but orjson's UTF-8 bytes are returned as they are, not decoded: the C API takes
+    UTF-8, so decoding them only for the call to encode them again would copy them twice."""
     if orjson is not None:
         try:
-            return orjson.dumps(value).decode()
+            return orjson.dumps(value)
         except orjson.JSONEncodeError:
             pass
     try:
@@ -62,14 +69,24 @@ def dumps(value: Any, where: str = "value") -> str:
 def json_text(value: Any, where: str) -> str:
     """A WIT `json` input: text passed verbatim (UTF-8 bytes decoded, never parsed or
     serialised again), any other value serialised."""
+    text = json_utf8(value, where)
+    return text.decode("utf-8") if isinstance(text, bytes) else text
+
+
+def json_utf8(value: Any, where: str) -> "str | bytes":
+    """A WIT `json` input as text to hand to the C API: a str as it is, bytes checked to be
+    UTF-8 but not decoded, any other value serialised (`dumps_utf8`)."""
     if isinstance(value, str):
         return value
     if isinstance(value, (bytes, bytearray, memoryview)):
-        try:
-            return bytes(value).decode("utf-8")
-        except UnicodeDecodeError as e:
-            raise LroError(kind_at(where), f"{where}: JSON bytes must be UTF-8: {e.reason} at byte {e.start}") from None
-    return dumps(value, where)
+        data = value if type(value) is bytes else bytes(value)
+        if not data.isascii():  # ASCII is UTF-8; anything else is checked by decoding it
+            try:
+                data.decode("utf-8")
+            except UnicodeDecodeError as e:
+                raise LroError(kind_at(where), f"{where}: JSON bytes must be UTF-8: {e.reason} at byte {e.start}") from None
+        return data
+    return dumps_utf8(value, where)
 
 
 def snake(kebab: str) -> str:

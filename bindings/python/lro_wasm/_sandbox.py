@@ -17,7 +17,8 @@ from wasmtime import Config as EngineConfig
 from wasmtime import Engine, Store, WasiConfig, WasmtimeError
 from wasmtime.component import Component, FuncType, Linker
 
-from ._convert import lift, snake
+from . import _capi
+from ._convert import _shape, lift, lower, snake
 from ._directory import Unusable
 from ._errors import LroError
 
@@ -28,11 +29,12 @@ STDERR_CAP = 64 * 1024
 
 class Function(NamedTuple):
     """An exported function of the component: its parameters `[(name, ValType)]`, its result
-    type and where to find it."""
+    type, where to find it, and its compiled `_capi.Signature` (None on the public-API path)."""
 
     params: list
     result: Any
     index: Any
+    signature: Any
 
 
 def new_engine() -> Engine:
@@ -47,10 +49,16 @@ def new_engine() -> Engine:
 class Sandbox:
     """The component, its exported functions (by their Python names: `rewrite-tools` is
     `rewrite_tools`) and a linker providing WASI and the `events` import. One sandbox may be
-    used by many threads at once: each call has its own store and instance."""
+    used by many threads at once: each call has its own store and instance.
 
-    def __init__(self, engine: Engine, component: Component, path: str):
+    Calls go through wasmtime's C API directly (`_capi`) when the installed wasmtime-py is the
+    one it was written for, else through wasmtime-py's public API (`fast=False` forces that)."""
+
+    def __init__(self, engine: Engine, component: Component, path: str, fast: Optional[bool] = None):
         self._engine, self._component = engine, component
+        if fast and not _capi.AVAILABLE:
+            raise LroError("load", f"lro_wasm's fast path is unavailable: {_capi.REASON}")
+        self.fast = _capi.AVAILABLE if fast is None else fast
         types = component.type
         self.functions: dict = {}
         for full, item in types.exports(engine).items():
@@ -60,7 +68,12 @@ class Sandbox:
             for name, export in item.ty.exports(engine).items():
                 if isinstance(export.ty, FuncType):
                     index = component.get_export_index(name, interface)
-                    self.functions[snake(name)] = Function(export.ty.params, export.ty.result, index)
+                    params, result = export.ty.params, export.ty.result
+                    signature = None
+                    if self.fast:
+                        signature = _capi.Signature([(snake(p), _shape(t)) for p, t in params],
+                                                    None if result is None else _shape(result))
+                    self.functions[snake(name)] = Function(params, result, index, signature)
         events = [name for name in types.imports(engine) if name.startswith(f"{PACKAGE}/events@")]
         if len(events) != 1:
             raise LroError("load", f"{path}: the component imports no {PACKAGE}/events interface: not an lro component")
@@ -72,16 +85,39 @@ class Sandbox:
         self._linker.add_wasip2()
         # The events of the call running on this thread (set per call).
         self._local = threading.local()
+        self._checkers: dict = {}
         with self._linker.root() as root:
             with root.add_instance(events[0]) as instance:
-                instance.add_func("emit", self._emit)
+                if self.fast:
+                    # Kept as long as the linker: wasmtime calls it. It holds no reference to
+                    # the sandbox, only to the thread-local events.
+                    self._emit_callback = _capi.add_func(instance, "emit", [_shape(self._event_type)],
+                                                         _collector(self._local))
+                else:
+                    instance.add_func("emit", self._emit)
+
+    def check(self, ty: Any, value: Any, where: str) -> None:
+        """Checks that `value` (the JSON form) is a `ty`, as passing it would: LroError naming
+        `where` when it is not."""
+        if not self.fast:
+            lower(ty, value, where)
+            return
+        hit = self._checkers.get(id(ty))
+        if hit is None or hit[0] is not ty:
+            hit = self._checkers[id(ty)] = (ty, _capi.lowerer(_shape(ty), where))
+        _capi.check(hit[1], value, where)
 
     def run(self, name: str, args: list, *, preopen: Optional[tuple], deadline: float, memory: int,
             deliver: Callable[[dict], None]) -> Any:
-        """Calls the export `name` with `args` (already lowered) in a fresh store: `preopen` is
-        `(directory, writable)` or None. Every event is passed to `deliver`, in order, before
-        this returns or raises; the result is lifted to the JSON form."""
+        """Calls the export `name` with `args` (the JSON form; LroError naming the argument
+        that does not fit) in a fresh store: `preopen` is `(directory, writable)` or None. Every
+        event is passed to `deliver`, in order, before this returns or raises; the result is
+        lifted to the JSON form."""
         function = self.functions[name]
+        if self.fast:
+            lowered = function.signature.lower(args)
+        else:
+            lowered = [lower(ty, value, snake(pname)) for (pname, ty), value in zip(function.params, args)]
         # Guest stderr goes to a file, read only when the call traps. (A Python callback,
         # `stderr_custom`, is called from wasmtime's tokio threads, which then abort noisily at
         # interpreter exit.) Stdout is left unconfigured, so it goes nowhere.
@@ -101,10 +137,14 @@ class Sandbox:
         store.set_limits(memory_size=memory)
         store.set_epoch_deadline(max(1, round(deadline / TICK)))
         self._local.events = []
-        raw = failure = None
+        raw = result = failure = None
         try:
             instance = self._linker.instantiate(store, self._component)
-            raw = instance.get_func(store, function.index)(store, *args)
+            func = instance.get_func(store, function.index)
+            if self.fast:
+                result = _capi.call(func, store, function.signature, lowered)
+            else:
+                raw = func(store, *lowered)
         except WasmtimeError as error:
             # Only the message is kept, and the trap's traceback is dropped: wasmtime-py raises
             # it from a frame that holds it in a local, so the traceback, through that frame
@@ -119,9 +159,11 @@ class Sandbox:
             for event in events:
                 deliver(event)
         # Freed now, by reference counting, whatever the outcome.
-        store = instance = wasi = None
+        store = instance = func = wasi = lowered = None
         if failure is not None:
             raise failure
+        if self.fast:
+            return None if result is None else result.lift(function.signature.lift)
         return lift(function.result, raw)
 
     def _emit(self, _store: Any, event: Any) -> None:
@@ -129,6 +171,17 @@ class Sandbox:
         pending = getattr(self._local, "events", None)
         if pending is not None:
             pending.append(lift(self._event_type, event))
+
+
+def _collector(local: threading.local) -> Callable[[dict], None]:
+    """Appends an event to the list of the call running on this thread (none: dropped)."""
+
+    def collect(event: dict) -> None:
+        pending = getattr(local, "events", None)
+        if pending is not None:
+            pending.append(event)
+
+    return collect
 
 
 def _duration(seconds: float) -> str:

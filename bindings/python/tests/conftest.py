@@ -38,6 +38,13 @@ def lro(wasm) -> lro_wasm.Lro:
     return lro_wasm.Lro(wasm)
 
 
+@pytest.fixture(scope="session")
+def lro_public(wasm) -> lro_wasm.Lro:
+    """The component called through wasmtime-py's public API rather than its C API (`_capi`):
+    the path taken with a wasmtime-py the fast path was not written for."""
+    return lro_wasm.Lro(wasm, _fast=False)
+
+
 def guidance_calls(guidance: str) -> list:
     """The arguments of every `lro_extract(name=VALUE, ...)` in a descriptor's guidance text,
     VALUE being JSON, as a model would read them off."""

@@ -15,6 +15,14 @@ import pytest
 from conftest import CASES
 from lro_wasm import HOST_KINDS, LroError
 
+
+@pytest.fixture(params=["c-api", "public-api"])
+def host(request, lro, lro_public):
+    """Each case runs twice: through wasmtime's C API (the fast path) and through wasmtime-py's
+    public API (its fallback), with the same expected results."""
+    return lro if request.param == "c-api" else lro_public
+
+
 # ---- jq cases --------------------------------------------------------------------------------
 
 
@@ -62,17 +70,17 @@ def rust_lines(text):
 
 
 @pytest.mark.parametrize("case", JQ_CASES, ids=[f"{c['file']}:{c['line']}" for c in JQ_CASES])
-def test_jq_case(lro, case):
+def test_jq_case(host, case):
     where = f"{case['file']}:{case['line']} `{case['filter']}`"
     if case["fail"]:
         with pytest.raises(LroError) as caught:
-            lro.query(case["filter"], case["input"], case["slurp"], case["raw"], None)
+            host.query(case["filter"], case["input"], case["slurp"], case["raw"], None)
         error = caught.value
         assert error.kind not in HOST_KINDS, f"{where}: stopped by the host, not by the filter: {error}"
         assert case["expected"][0] in error.message, f"{where}: error {error.message!r} lacks {case['expected'][0]!r}"
         return
     try:
-        result = lro.query(case["filter"], case["input"], case["slurp"], case["raw"], None)
+        result = host.query(case["filter"], case["input"], case["slurp"], case["raw"], None)
     except LroError as e:
         pytest.fail(f"{where}: {e}", pytrace=False)
     # As `lro query` prints them: one value per line.
@@ -272,9 +280,9 @@ def pretty(value):
 
 
 @pytest.mark.parametrize("name", HOST_CASES)
-def test_host_case(lro, name):
+def test_host_case(host, name):
     case, want = read_case(HOST / name)
-    got = run_case(lro, case)
+    got = run_case(host, case)
     if got != want:
         diff = "\n".join(difflib.unified_diff(pretty(want), pretty(got), f"{name}/expected.json", "python host", lineterm="", n=2))
         pytest.fail(f"{name}: differs from {name}/expected.json\n{diff[:6000]}", pytrace=False)

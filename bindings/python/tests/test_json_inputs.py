@@ -29,7 +29,8 @@ def test_records_may_be_json_text_or_bytes(lro, tmp_path, form, monkeypatch):
              "memoryview": memoryview(text.encode())}[form]
     if form != "list":
         # Text is handed over as it is: serialising it again would be a bug.
-        monkeypatch.setattr(_convert, "dumps", lambda *_: pytest.fail("JSON text was serialised again"))
+        for serialiser in ("dumps", "dumps_utf8"):
+            monkeypatch.setattr(_convert, serialiser, lambda *_: pytest.fail("JSON text was serialised again"))
     out = lro.offload(lro.config(output_dir=str(tmp_path), threshold_tokens=100), {"operation": "list", "records": given})
     assert out["kind"] == "offloaded" and out["count"] == len(RECORDS), out
     assert data_lines(out["path"]) == RECORDS
