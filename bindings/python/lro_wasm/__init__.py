@@ -206,10 +206,12 @@ class Lro:
 
     # ---- one call -------------------------------------------------------------------------
 
-    def _merge(self, cfg: Any, *, copy_defaults: bool = True) -> dict:
+    def _merge(self, cfg: Any, *, copy_defaults: bool = True, check: bool = True) -> dict:
         """The defaults with `cfg` over them, checked against the component's config type
-        before anything touches the file system. The defaults' lists are shared with the
-        result, not copied, when `copy_defaults` is false: for a config only a call reads."""
+        before anything touches the file system (when `check`; else only its field names,
+        for a caller that checks the values by lowering them next). The defaults' lists are
+        shared with the result, not copied, when `copy_defaults` is false: for a config only a
+        call reads."""
         if cfg is not None and not isinstance(cfg, dict):
             raise bad("config", "an object", cfg)
         cfg = cfg or {}
@@ -220,7 +222,8 @@ class Lro:
             raise error
         defaults = self.defaults() if copy_defaults else self._defaults
         merged = {**defaults, **{k: v for k, v in cfg.items() if k != DIR_PROBLEM}}
-        self._sandbox.check(self._config_type, merged, "config")  # every value of the right type, or an error
+        if check:
+            self._sandbox.check(self._config_type, merged, "config")  # every value of the right type, or an error
         return merged
 
     def _unmounted(self, cfg: Any) -> dict:
@@ -233,13 +236,17 @@ class Lro:
         """A call that uses the offload directory (`use`: WRITE, SWEEP or READ). For the calls
         that write, an unusable directory is not an error: the component is told why
         (`dir_problem`), writes nothing and degrades the result, as for any failed write."""
-        cfg = self._merge(cfg, copy_defaults=False)
+        cfg = self._merge(cfg, copy_defaults=False, check=False)
+        # Checked by lowering it, once, before anything touches the file system; the canonical
+        # directory then replaces `output_dir` in the lowered config.
+        lowered = self._sandbox.lower_first(name, cfg)
         try:
             dir, writable = prepare_dir(cfg["output_dir"], create=use == WRITE)
             # Read-only for extraction, and for a directory with no write bit at all, so that
             # it degrades the same way for every user, root included.
             writable = writable and use != READ
-            out = self._call(name, [{**cfg, "output_dir": dir}, arg], preopen=(dir, writable), filters=use == READ)
+            self._sandbox.set_field(name, lowered, "output_dir", dir)
+            out = self._call(name, [arg], first=lowered, preopen=(dir, writable), filters=use == READ)
         except Unusable as unusable:
             reason = unusable.reason
         else:
@@ -254,9 +261,10 @@ class Lro:
         cfg[DIR_PROBLEM] = reason
         return self._call(name, [cfg, arg])
 
-    def _call(self, name: str, args: list, *, preopen: Optional[tuple] = None, filters: bool = False) -> Any:
+    def _call(self, name: str, args: list, *, first: Any = None, preopen: Optional[tuple] = None,
+              filters: bool = False) -> Any:
         deadline, memory = (self.filter_deadline, self.filter_memory) if filters else (self.deadline, self.memory)
-        return self._sandbox.run(name, args, preopen=preopen, deadline=deadline, memory=memory,
+        return self._sandbox.run(name, args, first=first, preopen=preopen, deadline=deadline, memory=memory,
                                  deliver=self._deliver)
 
     def _deliver(self, event: dict) -> None:

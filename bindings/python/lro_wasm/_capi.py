@@ -392,24 +392,39 @@ class Signature:
         """`params`: [(JSON-form name, shape)]; `result`: the result's shape, or None."""
         self.names = [name for name, _ in params]
         self.lowerers = [lowerer(shape, name) for name, shape in params]
+        # The fields of record parameters, for `set_field`: {(parameter, name): (index, lowerer)}.
+        self.fields = {(i, name): (k, lowerer(field, name))
+                       for i, (_, shape) in enumerate(params) if isinstance(shape, _Record)
+                       for k, (_, name, field) in enumerate(shape.fields)}
         self.lift = None if result is None else lifter(result)
         self.params_type = _VAL * len(params)
 
-    def lower(self, args: list) -> "Lowered":
-        """`args` as the C values of the parameters; LroError naming the first that does not fit."""
-        params, keep = self.params_type(), []
-        for i, (name, lower, value) in enumerate(zip(self.names, self.lowerers, args)):
-            lower(value, name, params, VAL * i, keep)
-        return Lowered(params, keep)
+    def lower(self, args: list, lowered: "Optional[Lowered]" = None) -> "Lowered":
+        """`args` as the C values of the parameters, after those `lowered` already holds (a
+        `lower` of the first ones); LroError naming the first that does not fit."""
+        if lowered is None:
+            lowered = Lowered(self.params_type(), [])
+        start = lowered.count
+        for i, value in enumerate(args, start):
+            self.lowerers[i](value, self.names[i], lowered.params, VAL * i, lowered.keep)
+        lowered.count = start + len(args)
+        return lowered
+
+    def set_field(self, lowered: "Lowered", param: int, name: str, value: Any) -> None:
+        """Replaces the field `name` of the record parameter `param`, already lowered."""
+        index, lower = self.fields[(param, name)]
+        size, entries = _SIZE_DATA.unpack_from(lowered.params, VAL * param)
+        lower(value, f"{self.names[param]}.{name}", (ctypes.c_char * (ENTRY * size)).from_address(entries),
+              ENTRY * index + 16, lowered.keep)
 
 
 class Lowered:
     """A call's parameters as C values, and every buffer they point to."""
 
-    __slots__ = ("params", "keep")
+    __slots__ = ("params", "keep", "count")
 
     def __init__(self, params: Any, keep: list):
-        self.params, self.keep = params, keep
+        self.params, self.keep, self.count = params, keep, 0
 
 
 def check(shape_lowerer: Callable, value: Any, where: str) -> None:

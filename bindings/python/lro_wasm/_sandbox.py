@@ -107,16 +107,36 @@ class Sandbox:
             hit = self._checkers[id(ty)] = (ty, _capi.lowerer(_shape(ty), where))
         _capi.check(hit[1], value, where)
 
-    def run(self, name: str, args: list, *, preopen: Optional[tuple], deadline: float, memory: int,
-            deliver: Callable[[dict], None]) -> Any:
-        """Calls the export `name` with `args` (the JSON form; LroError naming the argument
-        that does not fit) in a fresh store: `preopen` is `(directory, writable)` or None. Every
-        event is passed to `deliver`, in order, before this returns or raises; the result is
-        lifted to the JSON form."""
+    def lower_first(self, name: str, value: Any) -> Any:
+        """The first argument of the export `name` (the JSON form), checked and lowered now
+        (LroError naming it when it does not fit), for `run(..., first=)`."""
         function = self.functions[name]
         if self.fast:
-            lowered = function.signature.lower(args)
+            return function.signature.lower([value])
+        pname, ty = function.params[0]
+        lower(ty, value, snake(pname))  # checked now; lowered again by run()
+        return dict(value)
+
+    def set_field(self, name: str, first: Any, field: str, value: Any) -> None:
+        """Sets the field `field` of a record `first` from `lower_first`."""
+        if self.fast:
+            self.functions[name].signature.set_field(first, 0, field, value)
         else:
+            first[field] = value
+
+    def run(self, name: str, args: list, *, preopen: Optional[tuple], deadline: float, memory: int,
+            deliver: Callable[[dict], None], first: Any = None) -> Any:
+        """Calls the export `name` with `args` (the JSON form; LroError naming the argument
+        that does not fit), after `first` when given (the first argument, from `lower_first`),
+        in a fresh store: `preopen` is `(directory, writable)` or None. Every event is passed
+        to `deliver`, in order, before this returns or raises; the result is lifted to the JSON
+        form."""
+        function = self.functions[name]
+        if self.fast:
+            lowered = function.signature.lower(args, first)
+        else:
+            if first is not None:
+                args = [first, *args]
             lowered = [lower(ty, value, snake(pname)) for (pname, ty), value in zip(function.params, args)]
         # Guest stderr goes to a file, read only when the call traps. (A Python callback,
         # `stderr_custom`, is called from wasmtime's tokio threads, which then abort noisily at
