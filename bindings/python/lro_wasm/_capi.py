@@ -475,9 +475,9 @@ def call(func: Any, store: Any, signature: Signature, lowered: Lowered) -> Optio
 def add_func(linker_instance: Any, name: str, params: list, receive: Callable) -> Any:
     """Defines the import `name` in `linker_instance` (wasmtime-py's LinkerInstance) as a
     function taking `params` ([shape]) and returning nothing: `receive(*values)` gets the
-    arguments in the JSON form. An exception from it fails the guest's call with its message
-    (as wasmtime-py does), so `receive` should not raise. Returns the C callback, which must
-    live as long as the linker."""
+    arguments in the JSON form. An exception from it (or from lifting them) cannot unwind
+    through wasmtime: the guest's call fails with a wasmtime error naming it, which the call
+    raises as a trap. Returns the C callback, which must live as long as the linker."""
     lifters = [lifter(shape) for shape in params]
     count = len(params)
 

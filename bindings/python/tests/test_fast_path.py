@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from lro_wasm import Lro, LroError, _capi
+from lro_wasm import Lro, LroError, _capi, _sandbox
 
 # Non-ASCII in every UTF-8 length (é: 2 bytes, ✓: 3, 😀: 4), JSON escapes, and a NUL.
 MIXED = 'é ✓ 😀 "quoted" \\ tab\t newline\n nul\x00 end'
@@ -161,3 +161,18 @@ def test_results_of_every_function_are_the_same_on_both_paths(lro, lro_public, t
         ]
         results.append(normalised(got, dir))
     assert results[0] == results[1]
+
+
+def test_an_import_callback_that_raises_fails_the_call_as_a_trap(wasm, tmp_path, monkeypatch):
+    """Nothing in lro_wasm's own callback raises; were it to, the call fails cleanly."""
+    def collector(_local):
+        def broken(_event):
+            raise ValueError("no room for events")
+        return broken
+
+    monkeypatch.setattr(_sandbox, "_collector", collector)
+    lro = Lro(wasm)
+    with pytest.raises(LroError) as caught:
+        lro.offload(lro.config(output_dir=str(tmp_path), threshold_tokens=100), {"operation": "list", "records": RECORDS})
+    assert caught.value.kind == "trap" and "emit: ValueError: no room for events" in caught.value.message, caught.value
+    assert lro.estimate("abcd") == 1  # and the next call works
