@@ -8,10 +8,11 @@
 //   lro.close();
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { LroError, shapesOf } from './convert.js';
 import { absoluteDir, defaultOutputDir, ownerOnly, prepareDir } from './directory.js';
+import { callGuest } from './guest.js';
 
 export { LroError, defaultOutputDir };
 
@@ -31,7 +32,7 @@ function closedError() {
 }
 
 export const DEFAULTS = Object.freeze({
-  timeout: 10_000, // ms: every call but the filter calls
+  timeout: 10_000, // ms: every call but the filter calls, when they run in the worker (a `timeout` is given)
   filterTimeout: 1_000, // ms: the filter calls (extract, callTool, query), which run user filters
   memory: 2048 * MiB, // bytes of linear memory: every call but the filter calls
   filterMemory: 512 * MiB, // bytes of linear memory: the filter calls
@@ -126,11 +127,34 @@ function workerExecArgv() {
 }
 
 let compiled = null;
+const glues = new Map(); // gen → promise of its component.js, for the calls on this thread
+
+/** gen/'s component.js, imported once per directory. */
+function loadGlue(gen) {
+  let glue = glues.get(gen);
+  if (!glue) {
+    glue = import(pathToFileURL(join(gen, 'component.js')).href).catch((e) => {
+      glues.delete(gen);
+      throw new LroError('load', `${gen}/component.js could not be loaded: ${e?.message ?? e}`);
+    });
+    glues.set(gen, glue);
+  }
+  return glue;
+}
 
 /** Compiles the transpiled core modules once per process, in two memory-capped variants. */
-async function compile(gen, limits) {
+function compile(gen, limits) {
   const key = `${gen}:${limits.memory}:${limits.filterMemory}`;
-  if (compiled?.key === key) return compiled.modules;
+  if (compiled?.key !== key) {
+    // The promise is kept at once: calls made together share one compilation.
+    const modules = compileModules(gen, limits);
+    compiled = { key, modules };
+    modules.catch(() => { if (compiled?.modules === modules) compiled = null; });
+  }
+  return compiled.modules;
+}
+
+async function compileModules(gen, limits) {
   if (!existsSync(join(gen, 'component.js'))) {
     throw new LroError('load', `${gen} holds no transpiled component: run \`npm run build\` in ${here} (it transpiles $LRO_WASM, or the component cargo builds from the repository)`);
   }
@@ -138,9 +162,7 @@ async function compile(gen, limits) {
   const bytes = Object.fromEntries(names.map((n) => [n, readFileSync(join(gen, n))]));
   const variant = async (cap) => Object.fromEntries(await Promise.all(names.map(async (n) => [n,
     await WebAssembly.compile(capMemory(bytes[n], cap) ?? bytes[n])])));
-  const modules = { io: await variant(limits.memory), filter: await variant(limits.filterMemory) };
-  compiled = { key, modules };
-  return modules;
+  return { io: await variant(limits.memory), filter: await variant(limits.filterMemory) };
 }
 
 export class Lro {
@@ -161,7 +183,12 @@ export class Lro {
   constructor(options = {}) {
     this.#options = { ...DEFAULTS, onEvent: null, ...options };
     this.#gen = this.#options.gen ?? join(here, 'gen');
+    // Without a timeout of the caller's, the calls that run no user filter run on this thread:
+    // their work is bounded by their input, and nothing on this thread could stop them anyway.
+    this.#here = options.timeout === undefined;
   }
+
+  #here;
 
   /** interceptor.offload: a result set inline, offloaded to a file, or degraded. */
   async offload(config, request) {
@@ -233,7 +260,7 @@ export class Lro {
     return structuredClone(await this.#defaults);
   }
 
-  /** Stops the worker; a call still running fails with kind `host`; later calls start a new one. */
+  /** Stops the worker; a call still running there fails with kind `host`; later calls start a new one. */
   close() {
     this.#fail(closedError());
   }
@@ -274,9 +301,39 @@ export class Lro {
       args[at] = { ...config, outputDir: dir };
       how = { dir, readOnly: method.dir === 'read' || !writable, limits };
     }
-    const out = await this.#call(method.fn, args, how);
+    const out = this.#here && limits !== 'filter'
+      ? await this.#runHere(method.fn, args, how)
+      : await this.#call(method.fn, args, how);
     if (method.created) ownerOnly(method.created(out));
     return out;
+  }
+
+  /**
+   * Runs one call on this thread, in a fresh instance of the modules compiled once per process,
+   * with imports of its own (wasi.js): the host's process, stdout and globals are untouched.
+   * Its events reach onEvent once the call has returned, before its result.
+   */
+  async #runHere(fn, args, { dir, readOnly }) {
+    const [modules, glue] = await Promise.all([compile(this.#gen, this.#options), loadGlue(this.#gen)]);
+    const events = [];
+    const out = callGuest({
+      glue, shapes: shapesOf(this.#gen), modules: modules.io, fn, args, dir, readOnly,
+      emit: (event) => events.push(event), memoryLimit: this.#options.memory,
+    });
+    for (const event of events) this.#deliver(event);
+    if (out.error) throw new LroError(out.error.kind, out.error.message);
+    return out.result;
+  }
+
+  /** Gives an event to onEvent; a throwing callback must not lose the call's result. */
+  #deliver(event) {
+    const onEvent = this.#options.onEvent;
+    if (!onEvent) return;
+    try {
+      onEvent(event);
+    } catch (e) {
+      console.error('lro: onEvent threw:', e);
+    }
   }
 
   /** Runs one call in the worker; calls queue so that each gets the worker to itself. */
@@ -355,15 +412,7 @@ export class Lro {
     const p = this.#pending;
     if (worker !== this.#worker || !p || m.id !== p.id) return;
     if ('event' in m) {
-      const onEvent = this.#options.onEvent;
-      if (onEvent) {
-        try {
-          onEvent(m.event);
-        } catch (e) {
-          // A throwing callback must not lose the call's result; report it once, on stderr.
-          console.error('lro: onEvent threw:', e);
-        }
-      }
+      this.#deliver(m.event);
       return;
     }
     this.#settle();

@@ -30,7 +30,7 @@ const OPTIONS = ['configFile', 'env', 'lro'];
 const INSTALLED = Symbol.for('lro-wasm.installed');
 const OURS = Symbol.for('lro-wasm.handler');
 
-let shared = null; // the Lro of every server whose options bring none: one worker per process
+let shared = null; // the Lro of every server whose options bring none: at most one worker per process
 const sweepers = new WeakMap(); // Lro → Map(config as JSON → sweeper): one timer per distinct config
 
 /** Milliseconds between two sweeps for a time to live: half of it, from 1 s to 1 h. */

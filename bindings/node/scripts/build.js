@@ -2,8 +2,10 @@
 // with cargo (scripts/component.js). Run by `npm run build` and by `prepack`, so that `npm pack`
 // makes a complete package from a fresh clone.
 //   gen/component.js, gen/component.d.ts, gen/interfaces/*.d.ts, gen/component.core*.wasm
-//                       jco's transpilation (async instantiation, so that each call can
-//                       instantiate a fresh instance with its own imports) and its declarations
+//                       jco's transpilation (sync instantiation from modules lro.js compiles
+//                       once, so that each call instantiates a fresh instance with its own
+//                       imports) and its declarations; component.js with the few textual
+//                       changes of scripts/glue.js, which make a call cheaper
 //   gen/types.json      the type table convert.js walks, read from ../../wit and checked
 //                       against the component (scripts/check.js)
 //   gen/lro.d.ts        the declarations of lro.js in the JSON form (package.json `types`), with
@@ -15,6 +17,7 @@ import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ComponentError, findComponent } from './component.js';
+import { patchGlue } from './glue.js';
 
 const here = dirname(dirname(fileURLToPath(import.meta.url)));
 const wit = join(here, '..', '..', 'wit');
@@ -40,9 +43,15 @@ try {
 
 const gen = join(here, 'gen');
 rmSync(gen, { recursive: true, force: true });
-const run = spawnSync(jco, ['transpile', wasm, '-o', gen, '--name', 'component', '--instantiation', 'async', '--quiet'],
+const run = spawnSync(jco, ['transpile', wasm, '-o', gen, '--name', 'component', '--instantiation', 'sync', '--quiet'],
   { stdio: 'inherit' });
 if (run.status !== 0) fail(`jco transpile ${wasm} failed (exit ${run.status ?? run.signal})`);
+try {
+  const glue = join(gen, 'component.js');
+  writeFileSync(glue, patchGlue(readFileSync(glue, 'utf8')));
+} catch (e) {
+  fail(`${join(gen, 'component.js')}: ${e.message}`);
+}
 
 // Imported only now: they need jco, and lro.js reads what is written below.
 const { readWit } = await import('./wit.js');

@@ -148,7 +148,10 @@ export declare class LroError extends Error {
 export interface LroOptions {
   /** Receives every event, in order, before the call that emitted it returns. */
   onEvent?: ((event: ${eventType}) => void) | null;
-  /** ms; every call but the filter calls (default 10 000). */
+  /**
+   * ms; every call but the filter calls. Not given, those calls run on the calling thread with
+   * no deadline; given, every call runs in the worker, those under this deadline.
+   */
   timeout?: number;
   /** ms; \`extract\`, \`callTool\` and \`query\` (default 1 000). */
   filterTimeout?: number;
@@ -172,7 +175,7 @@ export declare const METHODS: Readonly<Record<${Object.keys(methods).map(quote).
 ${doc(table.world.docs)}export declare class Lro {
   constructor(options?: LroOptions);
 ${members.join('\n')}
-  /** Stops the worker; a call still running fails with kind \`host\`; a later call starts a new one. */
+  /** Stops the worker; a call still running there fails with kind \`host\`; a later call starts a new one. */
   close(): void;
 }
 `;

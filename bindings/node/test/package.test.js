@@ -107,7 +107,7 @@ describe('the npm package lro-wasm', () => {
     const version = /\[workspace\.package\][^[]*?\nversion = "([^"]+)"/.exec(cargo)?.[1];
     assert.equal(pkg.version, version, 'one version across the crates and the packages');
     const listed = run('tar', ['-tzf', tarball], { cwd: work }).stdout.trim().split('\n').map((f) => f.replace(/^package\//, ''));
-    for (const file of ['package.json', 'README.md', 'lro.js', 'convert.js', 'directory.js', 'worker.js', 'config.js', 'mcp.js',
+    for (const file of ['package.json', 'README.md', 'lro.js', 'convert.js', 'directory.js', 'guest.js', 'wasi.js', 'worker.js', 'config.js', 'mcp.js',
       'mcp.d.ts', 'gen/component.js', 'gen/component.d.ts', 'gen/component.core.wasm', 'gen/types.json', 'gen/lro.d.ts']) {
       assert.ok(listed.includes(file), `the tarball lacks ${file}`);
     }

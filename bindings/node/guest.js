@@ -1,0 +1,94 @@
+// One component call, from instantiation to a result in the JSON form or an error
+// {kind, message}: shared by the calls lro.js makes on the calling thread and those worker.js
+// makes in its thread. Each call gets a fresh instance of the compiled core modules, with its
+// own imports (wasi.js): nothing is carried from one call to the next.
+import { camel, LroError } from './convert.js';
+import { sandbox } from './wasi.js';
+
+class GuestExit extends Error {}
+
+/** The exports of the type table's world, checked once per type table. */
+const checked = new WeakSet();
+/**
+ * Checks once that the instance exports every function of the type table's world, so that a
+ * gen/ whose WIT and component disagree fails with a clear load error, not a TypeError.
+ */
+function checkExports(shapes, lro) {
+  if (checked.has(shapes)) return;
+  for (const key of Object.keys(shapes.table.functions)) {
+    const [iface, name] = key.split('/');
+    if (!shapes.table.world.exports.includes(iface)) continue;
+    if (typeof lro[camel(iface)]?.[camel(name)] !== 'function') {
+      throw new LroError('load', `the component exports no ${iface}.${name}, which its WIT declares: rebuild gen/ from matching WIT and component`);
+    }
+  }
+  checked.add(shapes);
+}
+
+/**
+ * Runs `fn` ("interceptor/offload", args in jco's form) in a fresh instance. glue: gen/'s
+ * component.js (its `instantiate`); modules: the compiled core modules by file name; dir and
+ * readOnly: the preopen; emit(event): each event, in the JSON form, as the guest emits it;
+ * memoryLimit: the cap the modules were compiled with, for the message of a refused
+ * allocation. Returns {result} or {error: {kind, message}}; never throws.
+ */
+export function callGuest({ glue, shapes, modules, fn, args, dir, readOnly, emit, memoryLimit }) {
+  const wasi = sandbox({ dir, readOnly });
+  const eventType = shapes.fn('events/emit').params[0].type;
+  let linear = null;
+  try {
+    const imports = {
+      ...wasi.imports,
+      // jco reads the import without its version: `lro:component/events`.
+      [`${shapes.table.package.split('@')[0]}/events`]: { emit: (event) => emit(shapes.output(eventType, event)) },
+      // Like wasmtime's WasiCtxBuilder::new(): no environment, no arguments, no stdin.
+      'wasi:cli/environment': { getEnvironment: () => [], getArguments: () => [], initialCwd: () => undefined },
+      'wasi:cli/exit': {
+        exit: (status) => { throw new GuestExit(`the component exited (${status.tag})`); },
+      },
+      'wasi:cli/stdin': { getStdin: () => { throw new Error('the component read stdin, which it has not got'); } },
+    };
+    const lro = glue.instantiate((name) => modules[name], imports, (module, moduleImports) => {
+      const instance = new WebAssembly.Instance(module, moduleImports);
+      if (instance.exports.memory instanceof WebAssembly.Memory) linear = instance.exports.memory;
+      return instance;
+    });
+    checkExports(shapes, lro);
+    const [iface, name] = fn.split('/');
+    const result = lro[camel(iface)][camel(name)](...args);
+    return { result: shapes.result(fn, result) };
+  } catch (error) {
+    return { error: describe(error, linear, memoryLimit, wasi.stderr()) };
+  } finally {
+    wasi.close();
+  }
+}
+
+/**
+ * Turns what the component threw into {kind, message}: its WIT error, or a trap named after the
+ * limit that caused it where that can be told. stderr: what the guest wrote there.
+ */
+function describe(error, linear, memoryLimit, stderr) {
+  if (error instanceof LroError) return { kind: error.kind, message: error.message };
+  const payload = error?.payload;
+  if (payload && typeof payload.tag === 'string') return { kind: payload.tag, message: String(payload.val) };
+  // The guest's panic text, without Rust's hint about RUST_BACKTRACE (it has no environment).
+  const said = stderr.split('\n').filter((l) => !l.startsWith('note: run with `RUST_BACKTRACE')).join('\n').trim();
+  const text = `${error?.message ?? error}`;
+  // A refused memory.grow makes the guest's allocator fail: Rust prints this and aborts.
+  if (/memory allocation of \d+ bytes failed/.test(said)) {
+    const limit = Math.round(memoryLimit / 2 ** 20);
+    const used = linear ? `; ${Math.round(linear.buffer.byteLength / 2 ** 20)} MiB were in use` : '';
+    return { kind: 'memory-limit', message: `limit exceeded: the call needed more than its ${limit} MiB memory limit and was stopped (${said}${used})` };
+  }
+  // The guest is safe Rust: an out-of-bounds access is its shadow stack (placed first in linear
+  // memory) overflowing below address 0, which the Rust and Python hosts also report this way.
+  if ((error instanceof RangeError && /call stack/i.test(text))
+    || (error instanceof WebAssembly.RuntimeError && /out of bounds memory access/.test(text))) {
+    return { kind: 'stack-overflow', message: 'limit exceeded: the call stack overflowed (endless recursion, or nesting too deep) and the call was stopped' };
+  }
+  if (error instanceof WebAssembly.RuntimeError || error instanceof GuestExit) {
+    return { kind: 'trap', message: `the component trapped: ${text}${said ? `; the component said: ${said}` : ''}` };
+  }
+  return { kind: 'host', message: `the host failed: ${text}` };
+}
