@@ -23,10 +23,19 @@ export class LroError extends Error {
   }
 }
 
+/** A name function that remembers its answers: the type table's names are few, and asked on every call. */
+const remembered = (f) => {
+  const known = new Map();
+  return (name) => {
+    let out = known.get(name);
+    if (out === undefined) known.set(name, (out = f(name)));
+    return out;
+  };
+};
 /** `threshold-tokens` → `thresholdTokens`, as jco names fields, functions and interfaces. */
-export const camel = (name) => name.replace(/-([a-z0-9])/g, (_, c) => c.toUpperCase());
+export const camel = remembered((name) => name.replace(/-([a-z0-9])/g, (_, c) => c.toUpperCase()));
 /** `threshold-tokens` → `threshold_tokens`, the JSON form's field names. */
-export const snake = (name) => name.replaceAll('-', '_');
+export const snake = remembered((name) => name.replaceAll('-', '_'));
 
 /** The alias the JSON form treats as JSON text (WIT types cannot be recursive). */
 const JSON_TEXT = 'json';
@@ -58,7 +67,7 @@ const isObject = (v) => v !== null && typeof v === 'object' && !Array.isArray(v)
 export const RENAMED = Object.freeze({ threshold: 'threshold_tokens', ttl: 'ttl_seconds', dir: 'output_dir', native: 'extract_tool' });
 
 function suggestion(key, known) {
-  const near = known.filter((k) => k === RENAMED[key] || k.split('_').includes(key) || k === snake(key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)));
+  const near = known.filter((k) => k === RENAMED[key] || k.split('_').includes(key) || k === key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`).replaceAll('-', '_'));
   return near.length ? `; did you mean ${near.map((k) => `"${k}"`).join(' or ')}?` : '';
 }
 

@@ -252,12 +252,17 @@ export class Lro {
    * the default directory, which `defaultOutputDir()` names). Asked of the component once.
    */
   async defaults() {
+    return structuredClone(await this.#askDefaults());
+  }
+
+  /** The promise of the defaults, asked once; read, never changed, by each call's config. */
+  #askDefaults() {
     if (!this.#defaults) {
       const asked = this.#invoke('defaults', []);
       this.#defaults = asked;
       asked.catch(() => { if (this.#defaults === asked) this.#defaults = null; });
     }
-    return structuredClone(await this.#defaults);
+    return this.#defaults;
   }
 
   /** Stops the worker; a call still running there fails with kind `host`; later calls start a new one. */
@@ -276,7 +281,7 @@ export class Lro {
     const { params } = shapes.fn(method.fn);
     const given = params.map((p, i) => (values[i] === undefined ? method.absent?.[p.name] : values[i]));
     const at = params.findIndex((p) => p.type.ref === shapes.configType);
-    const config = at === -1 ? null : shapes.config(given[at], await this.defaults());
+    const config = at === -1 ? null : shapes.config(given[at], await this.#askDefaults());
     const args = shapes.args(method.fn, given, method.kinds, config);
     const limits = method.limits ?? 'io';
     let how = { dir: null, readOnly: true, limits, deadline: method.deadline };

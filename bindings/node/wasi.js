@@ -20,8 +20,8 @@
 //   (regular files and directories ignore the flag);
 // - every descriptor a call opens is closed when the call ends, whatever the guest dropped.
 import {
-  closeSync, constants, fstatSync, lstatSync, opendirSync, openSync, readlinkSync, readSync, realpathSync,
-  renameSync, statSync, unlinkSync, writeSync,
+  closeSync, constants, fstatSync, lstatSync, opendirSync, openSync, readlinkSync, readSync, renameSync, statSync,
+  unlinkSync, writeSync,
 } from 'node:fs';
 import { randomBytes, randomFillSync } from 'node:crypto';
 import { join, relative, sep } from 'node:path';
@@ -256,12 +256,10 @@ class Descriptor {
         segments.push(segment);
       }
     }
-    let base;
-    try {
-      base = realpathSync(this.#path);
-    } catch (e) {
-      throw fsError(e);
-    }
+    // The shim canonicalised the directory again on every call; its path here is canonical
+    // already (lro.js preopens the canonical path; a directory opened inside was resolved by
+    // this function), and is not re-resolved while the call runs.
+    const base = this.#path;
     let current = base;
     let pending = segments;
     let followed = 0;
@@ -486,13 +484,14 @@ class Descriptor {
 export function sandbox({ dir = null, readOnly = true } = {}) {
   const box = { readOnly, handles: new Set(), dirs: new Set() };
   let stderr = '';
-  const decoder = new TextDecoder();
+  let decoder = null;
   const stdoutStream = new OutputStream(() => {}); // the host's stdout is not the guest's
   const stderrStream = new OutputStream((bytes) => {
+    decoder ??= new TextDecoder();
     if (stderr.length < STDERR_CAP) stderr += decoder.decode(bytes, { stream: true });
   });
   const entries = dir ? [[new Descriptor(box, null, dir, { read: true, mutateDirectory: !readOnly }), dir]] : [];
-  const seed = [randomU64(), randomU64()];
+  let seed = null; // the call's insecure seed, made when first asked for
   return {
     imports: {
       'wasi:cli/stdout': { getStdout: () => stdoutStream },
@@ -516,7 +515,7 @@ export function sandbox({ dir = null, readOnly = true } = {}) {
       'wasi:io/error': { Error: IoError },
       'wasi:io/poll': { Pollable, poll: (list) => new Uint32Array(list.map((_, i) => i)) },
       'wasi:io/streams': { InputStream, OutputStream },
-      'wasi:random/insecure-seed': { insecureSeed: () => seed },
+      'wasi:random/insecure-seed': { insecureSeed: () => (seed ??= [randomU64(), randomU64()]) },
       'wasi:random/random': { getRandomU64: randomU64, getRandomBytes: (len) => new Uint8Array(randomBytes(Number(len))) },
     },
     stderr: () => stderr,
@@ -530,6 +529,15 @@ export function sandbox({ dir = null, readOnly = true } = {}) {
   };
 }
 
+/** Random u64s from the system's CSPRNG, drawn 256 at a time (one call costs as much as 256); each is used once. */
+const pool = new BigUint64Array(256);
+let drawn = pool.length;
 function randomU64() {
-  return randomFillSync(new BigUint64Array(1))[0];
+  if (drawn === pool.length) {
+    randomFillSync(pool);
+    drawn = 0;
+  }
+  const value = pool[drawn];
+  pool[drawn++] = 0n;
+  return value;
 }
