@@ -150,7 +150,8 @@ export interface LroOptions {
   onEvent?: ((event: ${eventType}) => void) | null;
   /**
    * ms; every call but the filter calls. Not given, those calls run on the calling thread with
-   * no deadline; given, every call runs in the worker, those under this deadline.
+   * no deadline (with more than 1 MiB of text in their arguments, in the worker under 10 000 ms);
+   * given, every call runs in the worker, those under this deadline.
    */
   timeout?: number;
   /** ms; \`extract\`, \`callTool\` and \`query\` (default 1 000). */

@@ -1,7 +1,8 @@
 // Where calls run: the calls that run no user filter (offload, intercept, rewriteTools, recipes,
 // estimate, toolDefinition, sweep, defaults) run on the calling thread, each in a fresh
 // instance, with imports of their own; the filter calls (extract, callTool, query) run in the
-// worker, which a deadline can stop; a `timeout` of the caller's sends every call there.
+// worker, which a deadline can stop; so do calls with more than 1 MiB of text in their
+// arguments; a `timeout` of the caller's sends every call there.
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
@@ -49,8 +50,8 @@ describe('the calls that run no user filter run on the calling thread', () => {
       await lro.defaults();
       const swept = await lro.sweep(config, Date.now() + 61_000);
       // A call stopped by its memory cap: the guest prints its allocation failure on its stderr.
-      const small = new Lro({ memory: 4 * 2 ** 20 });
-      const many = Array.from({ length: 20000 }, (_, i) => ({ id: 'm' + i, title: 'note '.repeat(20) }));
+      const small = new Lro({ memory: 2 * 2 ** 20 });
+      const many = Array.from({ length: 3000 }, (_, i) => ({ id: 'm' + i, title: 'note '.repeat(20) }));
       const refused = await small.offload(config, { operation: 'recall', records: many })
         .then(() => 'returned', (e) => e.kind + ': ' + e.message);
       const after = { out: process.stdout.write, err: process.stderr.write, promising: WebAssembly.promising };
@@ -63,7 +64,7 @@ describe('the calls that run no user filter run on the calling thread', () => {
     const seen = JSON.parse(lines[0]);
     assert.deepEqual(seen.kinds, ['offloaded', 'offloaded']);
     assert.equal(seen.deleted, 2);
-    assert.match(seen.refused, /^memory-limit: limit exceeded: the call needed more than its 4 MiB memory limit and was stopped \(memory allocation of \d+ bytes failed/);
+    assert.match(seen.refused, /^memory-limit: limit exceeded: the call needed more than its 2 MiB memory limit and was stopped \(memory allocation of \d+ bytes failed/);
     assert.deepEqual(seen.same, ['out', 'err', 'promising']);
     assert.equal(seen.workers, 0, 'no worker thread was started');
   });
@@ -127,6 +128,21 @@ describe('the calls that run no user filter run on the calling thread', () => {
       lro.close();
       rmSync(root, { recursive: true, force: true });
     }
+  });
+
+  it('with more than 1 MiB of text in their arguments, they run in the worker, with the same results', () => {
+    const out = child(`
+      const workers = () => process.report.getReport().workers.length;
+      const lro = new Lro();
+      const config = { output_dir: dir, threshold_tokens: 100 };
+      const records = (n) => Array.from({ length: n }, (_, i) => ({ id: 'm' + i, title: 'note '.repeat(20) }));
+      const small = await lro.offload(config, { operation: 'recall', records: records(5000) }); // 0.6 MB
+      const here = workers();
+      const large = await lro.offload(config, { operation: 'recall', records: records(10000) }); // 1.3 MB
+      console.log(JSON.stringify({ counts: [small.count, large.count], kinds: [small.kind, large.kind], here, after: workers() }));
+      lro.close();
+    `);
+    assert.deepEqual(JSON.parse(out), { counts: [5000, 10000], kinds: ['offloaded', 'offloaded'], here: 0, after: 1 });
   });
 
   it('with a `timeout` given, they run in the worker, where the deadline stops them', async () => {
