@@ -195,15 +195,21 @@ pub fn run(dir: &Path, quick: bool, only: Option<&str>) -> anyhow::Result<Figure
             if n == 500 {
                 targets.push(Target {
                     what: "offload of 500 full-detail records, median, Rust host".into(),
-                    figure: format!("{} (target ≤ 2 ms; the paper: 23.9 ms)", ms(w)),
-                    met: w <= Duration::from_millis(2),
+                    figure: format!("{} (target ≤ 1.5 ms; the paper: 23.9 ms)", ms(w)),
+                    met: w <= Duration::from_micros(1500),
                 });
             }
             if n == 50_000 {
+                let (component, machine) = (mb_per_s(input.len(), w), mb_per_s(input.len(), v));
                 targets.push(Target {
-                    what: "offload at 50,000 records: throughput".into(),
-                    figure: format!("{:.0} MB/s (target ≥ 200 MB/s)", mb_per_s(input.len(), w)),
-                    met: mb_per_s(input.len(), w) >= 200.0,
+                    what: "offload at 50,000 records: throughput of the component".into(),
+                    figure: format!("{component:.0} MB/s (target ≥ 600 MB/s)"),
+                    met: component >= 600.0,
+                });
+                targets.push(Target {
+                    what: "offload at 50,000 records: throughput of the machine code".into(),
+                    figure: format!("{machine:.0} MB/s (target ≥ 1000 MB/s)"),
+                    met: machine >= 1000.0,
                 });
                 targets.push(Target {
                     what: "offload at 50,000 records: component / machine code".into(),
