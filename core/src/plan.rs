@@ -15,11 +15,13 @@
 
 use jaq_core::load::lex::StrPart;
 use jaq_core::load::parse::{BinaryOp, Pattern, Term};
-use jaq_core::path::Part;
+use jaq_core::path::{Opt, Part};
 use jaq_json::Val;
 
 use crate::jq;
-use crate::json_text::{skip_string, skip_value, skip_ws};
+use std::borrow::Cow;
+
+use crate::json_text::{is_jq_canonical, skip_string, skip_value, skip_ws};
 
 /// What is needed of a value.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -68,6 +70,11 @@ pub enum Plan {
         /// The members COND reads.
         keys: Vec<String>,
     },
+    /// The filter builds an object of members of the record under constant names (`{id, title,
+    /// t: .time}`): `(name, member)` pairs in the object's order, names distinct. Each output is
+    /// printed from the members' text ([`member_texts`]) with no jq value built, for every line
+    /// that is an object.
+    Construct(Vec<(String, String)>),
 }
 
 /// The plan for running `code` once per record.
@@ -75,6 +82,9 @@ pub fn per_record(code: &str) -> Plan {
     let Some(term) = jaq_core::load::parse(code, |p| p.term()) else {
         return Plan::Whole;
     };
+    if let Some(fields) = construct(&term) {
+        return Plan::Construct(fields);
+    }
     if let Need::Keys(keys) = need(&term, Need::All) {
         return Plan::Project(keys);
     }
@@ -91,6 +101,30 @@ pub fn per_record(code: &str) -> Plan {
         };
     }
     Plan::Whole
+}
+
+/// The `(name, member)` pairs of an object construction whose every value is a member of the
+/// input under a constant name (`{id}`, `{"a b"}`, `{t: .time}`, `{t: ."a b"}`), with distinct
+/// names; `None` for anything else (`.time?`, `.a.b`, `$x`, a computed name, ...).
+fn construct(term: &Term<&str>) -> Option<Vec<(String, String)>> {
+    let Term::Obj(entries) = term else { return None };
+    let mut fields: Vec<(String, String)> = Vec::with_capacity(entries.len());
+    for (k, v) in entries {
+        let name = literal(k)?;
+        let member = match v {
+            None => name.clone(),
+            Some(Term::Path(base, path)) if matches!(**base, Term::Id) => match &path.0[..] {
+                [(Part::Index(i), Opt::Essential)] => literal(i)?,
+                _ => return None,
+            },
+            Some(_) => return None,
+        };
+        if fields.iter().any(|(n, _)| *n == name) {
+            return None;
+        }
+        fields.push((name, member));
+    }
+    Some(fields)
 }
 
 /// How to run a filter over the array of every record (`slurp`).
@@ -328,13 +362,61 @@ fn pattern_need(pattern: &Pattern<&str>) -> Need {
 /// Parses a record line, keeping only the `keys` members when it is an object (any other value
 /// whole). Members left out are skipped, not validated.
 pub fn parse_projected(line: &str, keys: &[String]) -> Result<Val, String> {
+    let mut members: Vec<(Val, Val)> = Vec::with_capacity(keys.len());
+    let object = walk_members(line, |name, text| {
+        if keys.iter().any(|k| k == name) {
+            let value = jq::parse(text).map_err(|e| format!("member {name:?}: {e}"))?;
+            members.push((jq::string(name), value));
+        }
+        Ok(())
+    })?;
+    if !object {
+        return jq::parse(line);
+    }
+    Ok(Val::obj(members.into_iter().collect()))
+}
+
+/// Each of `members` of a record line that is an object, printed as jq prints it (`None` when
+/// the record has no such member; the last value when it has several, as parsing keeps), or
+/// `None` when the line is not an object or has an escaped member name. Checks the line as
+/// [`parse_projected`] does, with the same errors.
+pub fn member_texts<'l>(line: &'l str, members: &[String]) -> Result<Option<Vec<Option<Cow<'l, str>>>>, String> {
+    let mut texts: Vec<Option<Cow<'l, str>>> = vec![None; members.len()];
+    let object = walk_members(line, |name, text| {
+        let mut printed: Option<Cow<'l, str>> = None;
+        for (slot, member) in texts.iter_mut().zip(members) {
+            if member != name {
+                continue;
+            }
+            if printed.is_none() {
+                printed = Some(if is_jq_canonical(text) {
+                    Cow::Borrowed(text)
+                } else {
+                    let value = jq::parse(text).map_err(|e| format!("member {name:?}: {e}"))?;
+                    Cow::Owned(jq::to_json(&value))
+                });
+            }
+            *slot = printed.clone();
+        }
+        Ok(())
+    })?;
+    Ok(object.then_some(texts))
+}
+
+/// Calls `member(name, value text)` for each member of a record line, in order, and checks the
+/// line's structure around them (the values themselves are skipped, not validated). False when
+/// the line is not an object, or at an escaped member name: the caller then drops what it was
+/// given and parses the line whole.
+fn walk_members<'l>(
+    line: &'l str,
+    mut member: impl FnMut(&'l str, &'l str) -> Result<(), String>,
+) -> Result<bool, String> {
     let b = line.as_bytes();
     let mut i = skip_ws(b, 0);
     if b.get(i) != Some(&b'{') {
-        return jq::parse(line);
+        return Ok(false);
     }
     i += 1;
-    let mut members: Vec<(Val, Val)> = Vec::with_capacity(keys.len());
     let at = |i: usize, what: &str| format!("byte offset {i}: {what}");
     i = skip_ws(b, i);
     if b.get(i) == Some(&b'}') {
@@ -348,7 +430,7 @@ pub fn parse_projected(line: &str, keys: &[String]) -> Result<Val, String> {
             let name = &line[i + 1..end - 1];
             if name.contains('\\') {
                 // An escaped member name: rare enough to take the general path.
-                return jq::parse(line);
+                return Ok(false);
             }
             i = skip_ws(b, end);
             if b.get(i) != Some(&b':') {
@@ -357,10 +439,7 @@ pub fn parse_projected(line: &str, keys: &[String]) -> Result<Val, String> {
             i = skip_ws(b, i + 1);
             let start = i;
             i = skip_value(b, i).ok_or_else(|| at(start, "expected a value"))?;
-            if keys.iter().any(|k| k == name) {
-                let value = jq::parse(&line[start..i]).map_err(|e| format!("member {name:?}: {e}"))?;
-                members.push((jq::string(name), value));
-            }
+            member(name, &line[start..i])?;
             i = skip_ws(b, i);
             match b.get(i) {
                 Some(b',') => i = skip_ws(b, i + 1),
@@ -375,7 +454,7 @@ pub fn parse_projected(line: &str, keys: &[String]) -> Result<Val, String> {
     if skip_ws(b, i) != b.len() {
         return Err(at(i, "unexpected text after the record"));
     }
-    Ok(Val::obj(members.into_iter().collect()))
+    Ok(true)
 }
 
 #[cfg(test)]
@@ -389,10 +468,23 @@ mod tests {
     #[test]
     fn recipes_read_only_their_fields() {
         assert_eq!(per_record("[.title, .namespace] | @tsv"), keys(&["namespace", "title"]));
+        let fields = |pairs: &[(&str, &str)]| {
+            Plan::Construct(pairs.iter().map(|(n, m)| ((*n).to_owned(), (*m).to_owned())).collect())
+        };
         assert_eq!(
             per_record("{id, title, namespace}"),
-            keys(&["id", "namespace", "title"])
+            fields(&[("id", "id"), ("title", "title"), ("namespace", "namespace")])
         );
+        assert_eq!(
+            per_record(r#"{t: .time, "a b", u: ."c d", v: .["e"], w: .time}"#),
+            fields(&[("t", "time"), ("a b", "a b"), ("u", "c d"), ("v", "e"), ("w", "time")])
+        );
+        // Anything else an object may hold is run by jaq, on the members it reads.
+        assert_eq!(per_record("{a, a: .b}"), keys(&["a", "b"]));
+        assert_eq!(per_record("{a: .b?}"), keys(&["b"]));
+        assert_eq!(per_record("{a: .b.c}"), keys(&["b"]));
+        assert_eq!(per_record("{a: 1}"), keys(&[]));
+        assert_eq!(per_record("{(.k): .v}"), keys(&["k", "v"]));
         assert_eq!(
             per_record(r#"select(.title | test($keyword; "i"))"#),
             Plan::Select {

@@ -276,14 +276,28 @@ mod tests {
         // that is not an object.
         let mut odd_title = records[5].clone();
         odd_title["title"] = serde_json::json!({"nested": [1, 2]});
+        // Lines jq prints differently from how they are written (spaces, numbers and escapes in
+        // another form), an escaped member name, a member repeated with another value, members
+        // that are objects.
+        let unusual = [
+            r#"{"id": "s1", "title" : "caf\u00e9 \/ 1", "namespace":{"b":2, "a":[1.0, 1e2, -0]}}"#,
+            r#"{"id":"s2","ti\u0074le":"escaped name","namespace":"n"}"#,
+            r#"{"id":"s3","title":"one","title":2.50,"namespace":null,"id":"s3b"}"#,
+            r#"{"id":"s4","title":"\u001f\u007f\t\"","namespace":"\ud83d\ude00"}"#,
+            r#"{}"#,
+        ];
         let bodies = [
             clean.clone(),
             format!("{clean}\n{odd_title}"),
             format!("{clean}\n[1, \"two\"]"),
+            format!("{clean}\n{}", unusual.join("\n")),
         ];
         let filters = [
             "[.title, .namespace] | @tsv",
             "{id, title, namespace}",
+            r#"{t: .title, "namespace", i: ."id", again: .id, p: .provenance}"#,
+            "{title: .title?}",
+            "{}",
             ".title",
             ".title?",
             r#"select(.title | test("e"; "i"))"#,
@@ -354,7 +368,7 @@ mod tests {
                 }
             }
         }
-        assert_eq!(compared.0 + compared.1, 3 * filters.len());
+        assert_eq!(compared.0 + compared.1, bodies.len() * filters.len());
         assert!(compared.0 >= filters.len() && compared.1 >= 10, "{compared:?}");
     }
 

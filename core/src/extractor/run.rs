@@ -100,6 +100,44 @@ pub(super) fn run_over_lines(
                     }
                 }
             }
+            Plan::Construct(fields) => {
+                let members: Vec<String> = fields.iter().map(|(_, member)| member.clone()).collect();
+                let mut keys = members.clone();
+                keys.sort_unstable();
+                keys.dedup();
+                let names: Vec<String> = fields.iter().map(|(name, _)| jq::to_json(&jq::string(name))).collect();
+                for (i, line) in lines {
+                    let Some(texts) = plan::member_texts(line, &members).map_err(|e| corrupt(i, e))? else {
+                        // Not an object (jq's error, or what the filter makes of it), or an
+                        // escaped member name: the general path.
+                        let record = plan::parse_projected(line, &keys).map_err(|e| corrupt(i, e))?;
+                        if filter
+                            .run(record, vars, &mut |v| out.push(&v))
+                            .map_err(|e| failed(e, Some(i)))?
+                            == Flow::Halt
+                        {
+                            break;
+                        }
+                        continue;
+                    };
+                    if out.is_full() {
+                        out.count();
+                        continue;
+                    }
+                    let mut text = String::with_capacity(2 + names.iter().map(|n| n.len() + 16).sum::<usize>());
+                    text.push('{');
+                    for (n, (name, value)) in names.iter().zip(&texts).enumerate() {
+                        if n > 0 {
+                            text.push(',');
+                        }
+                        text.push_str(name);
+                        text.push(':');
+                        text.push_str(value.as_deref().unwrap_or("null"));
+                    }
+                    text.push('}');
+                    out.push_text(text);
+                }
+            }
             Plan::Select { cond, keys } => {
                 // `select(COND)` outputs the record once for every true output of COND.
                 let cond = Filter::compile(&cond, names)?;
