@@ -173,6 +173,11 @@ pub fn scan(raw: &str) -> Scan<'_> {
 
 /// Whether a number token is exactly what serde_json prints for it.
 fn is_compact_number(token: &[u8]) -> bool {
+    is_short_decimal(token) || printed_as_is(token)
+}
+
+/// Whether serde_json prints the number `token` as it is, found by printing it.
+fn printed_as_is(token: &[u8]) -> bool {
     let Ok(token) = std::str::from_utf8(token) else {
         return false;
     };
@@ -188,6 +193,32 @@ fn is_compact_number(token: &[u8]) -> bool {
             serde_json::to_writer(&mut printed, &value).is_ok() && printed == token.as_bytes()
         }
         _ => false,
+    }
+}
+
+/// A decimal fraction that serde_json certainly prints as it is, without parsing and printing
+/// it (most of the numbers records hold: `0.87`, `12.5`): `-?(0|[1-9][0-9]{0,9})\.[0-9]{0,7}[1-9]`,
+/// at most 15 significant digits, and, after `0.`, at most two zeros. Fifteen significant
+/// digits always survive the trip through an `f64`, and the shortest digits that print it back
+/// are then these; in this range serde_json writes them without an exponent. False means only
+/// "not certain": [`is_compact_number`] then prints the number to compare.
+fn is_short_decimal(token: &[u8]) -> bool {
+    let digits = token.strip_prefix(b"-").unwrap_or(token);
+    let Some(dot) = digits.iter().position(|&b| b == b'.') else {
+        return false;
+    };
+    let (int, frac) = (&digits[..dot], &digits[dot + 1..]);
+    let plain = |d: &[u8]| d.iter().all(u8::is_ascii_digit);
+    if !(1..=10).contains(&int.len()) || !(1..=8).contains(&frac.len()) || !plain(int) || !plain(frac) {
+        return false;
+    }
+    if frac.last() == Some(&b'0') {
+        return false;
+    }
+    if int == b"0" {
+        frac.iter().take_while(|&&d| d == b'0').count() <= 2
+    } else {
+        int[0] != b'0' && int.len() + frac.len() <= 15
     }
 }
 
@@ -409,6 +440,77 @@ pub fn skip_value(b: &[u8], i: usize) -> Option<usize> {
 
 #[cfg(test)]
 mod tests {
+
+    /// The shortcut for decimal fractions only ever answers what printing the number answers,
+    /// and answers for the numbers records hold.
+    #[test]
+    fn short_decimals_are_what_serde_json_prints() {
+        for known in [
+            "0.87",
+            "12.5",
+            "-3.25",
+            "0.001",
+            "-0.5",
+            "1234567890.12345",
+            "9999999999.99999",
+        ] {
+            assert!(is_short_decimal(known.as_bytes()), "{known}");
+            assert!(printed_as_is(known.as_bytes()), "{known}");
+        }
+        for not_short in [
+            "0.0001",
+            "1.0",
+            "01.5",
+            "1.",
+            ".5",
+            "1e5",
+            "1.5e3",
+            "12345678901.5",
+            "1.123456789",
+        ] {
+            assert!(!is_short_decimal(not_short.as_bytes()), "{not_short}");
+        }
+        let mut seed: u64 = 0x2545_f491_4f6c_dd1d;
+        let mut next = move |n: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % n
+        };
+        let mut checked = 0;
+        for _ in 0..400_000 {
+            let mut token = String::new();
+            if next(2) == 0 {
+                token.push('-');
+            }
+            let int_len = next(11);
+            for k in 0..int_len.max(1) {
+                let d = if int_len == 0 {
+                    0
+                } else if k == 0 {
+                    1 + next(9)
+                } else {
+                    next(10)
+                };
+                token.push(char::from(b'0' + d as u8));
+            }
+            token.push('.');
+            let zeros = next(4);
+            for _ in 0..zeros {
+                token.push('0');
+            }
+            for _ in 0..next(9) {
+                token.push(char::from(b'0' + next(10) as u8));
+            }
+            token.push(char::from(b'1' + next(9) as u8));
+            if is_short_decimal(token.as_bytes()) {
+                assert!(printed_as_is(token.as_bytes()), "{token}");
+                checked += 1;
+            }
+        }
+        assert!(checked > 50_000, "{checked}");
+    }
+
     use super::*;
     use crate::jq;
 
