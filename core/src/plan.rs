@@ -12,6 +12,11 @@
 //! the record is parsed whole, as before. What it relies on: a filter that only indexes the record
 //! with constant keys, passes it through, or tests its truthiness behaves the same on the record
 //! with the other members left out (objects stay objects, everything else is untouched).
+//!
+//! A filter that only builds an object of members (`{id, title, namespace}`) goes further: its
+//! outputs are printed from the members' text, with no jq value built at all.
+
+use std::borrow::Cow;
 
 use jaq_core::load::lex::StrPart;
 use jaq_core::load::parse::{BinaryOp, Pattern, Term};
@@ -19,8 +24,6 @@ use jaq_core::path::{Opt, Part};
 use jaq_json::Val;
 
 use crate::jq;
-use std::borrow::Cow;
-
 use crate::json_text::{is_jq_canonical, skip_string, skip_value, skip_ws};
 
 /// What is needed of a value.
