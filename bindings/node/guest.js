@@ -1,7 +1,8 @@
-// One component call, from instantiation to a result in the JSON form or an error
-// {kind, message}: shared by the calls lro.js makes on the calling thread and those worker.js
-// makes in its thread. Each call gets a fresh instance of the compiled core modules, with its
-// own imports (wasi.js): nothing is carried from one call to the next.
+// Component calls, from instantiation to a result in the JSON form or an error {kind,
+// message}: shared by the calls lro.js makes on the calling thread and those worker.js makes in
+// its thread. An instance is made from the compiled core modules with imports of its own
+// (wasi.js). worker.js gives every call a fresh one (callGuest); lro.js keeps one per preopen
+// for the calls that run no user filter (openGuest), and drops it after a trap.
 import { camel, LroError } from './convert.js';
 import { sandbox } from './wasi.js';
 
@@ -26,21 +27,44 @@ function checkExports(shapes, lro) {
 }
 
 /**
- * Runs `fn` ("interceptor/offload", args in jco's form) in a fresh instance. glue: gen/'s
- * component.js (its `instantiate`); modules: the compiled core modules by file name; dir and
- * readOnly: the preopen; emit(event): each event, in the JSON form, as the guest emits it;
- * memoryLimit: the cap the modules were compiled with, for the message of a refused
- * allocation. Returns {result} or {error: {kind, message}}; never throws.
+ * Runs `fn` ("interceptor/offload", args in jco's form) in a fresh instance, then drops it.
+ * The arguments are those of openGuest and of a guest's call. Never throws.
  */
 export function callGuest({ glue, shapes, modules, fn, args, dir, readOnly, emit, memoryLimit }) {
+  const guest = openGuest({ glue, shapes, modules, dir, readOnly });
+  try {
+    return guest.call(fn, args, emit, memoryLimit);
+  } finally {
+    guest.close();
+  }
+}
+
+/**
+ * An instance of the component for calls one after another. glue: gen/'s component.js (its
+ * `instantiate`); modules: the compiled core modules by file name; dir and readOnly: the
+ * preopen. Its `call(fn, args, emit, memoryLimit)` runs `fn` ("interceptor/offload", args in
+ * jco's form); emit(event) gets each event, in the JSON form, as the guest emits it;
+ * memoryLimit: the cap the modules were compiled with, for the message of a refused
+ * allocation. A call returns {result} or {error: {kind, message}} and never throws; what it
+ * left open (files, directory streams) is closed when it returns. `broken` is true once the
+ * instance failed to start or a call trapped: it must not be called again. `close()` closes
+ * what the preopen holds.
+ *
+ * The component keeps no state from one call to the next that could change a result, so
+ * calls in one instance answer as calls in fresh ones do (docs/HOSTS.md, step 2).
+ */
+export function openGuest({ glue, shapes, modules, dir, readOnly }) {
   const wasi = sandbox({ dir, readOnly });
   const eventType = shapes.fn('events/emit').params[0].type;
   let linear = null;
+  let emit = null; // the running call's
+  let lro = null;
+  let failure = null;
   try {
     const imports = {
       ...wasi.imports,
       // jco reads the import without its version: `lro:component/events`.
-      [`${shapes.table.package.split('@')[0]}/events`]: { emit: (event) => emit(shapes.output(eventType, event)) },
+      [`${shapes.table.package.split('@')[0]}/events`]: { emit: (event) => emit?.(shapes.output(eventType, event)) },
       // Like wasmtime's WasiCtxBuilder::new(): no environment, no arguments, no stdin.
       'wasi:cli/environment': { getEnvironment: () => [], getArguments: () => [], initialCwd: () => undefined },
       'wasi:cli/exit': {
@@ -48,20 +72,41 @@ export function callGuest({ glue, shapes, modules, fn, args, dir, readOnly, emit
       },
       'wasi:cli/stdin': { getStdin: () => { throw new Error('the component read stdin, which it has not got'); } },
     };
-    const lro = glue.instantiate((name) => modules[name], imports, (module, moduleImports) => {
+    lro = glue.instantiate((name) => modules[name], imports, (module, moduleImports) => {
       const instance = new WebAssembly.Instance(module, moduleImports);
       if (instance.exports.memory instanceof WebAssembly.Memory) linear = instance.exports.memory;
       return instance;
     });
     checkExports(shapes, lro);
-    const [iface, name] = fn.split('/');
-    const result = lro[camel(iface)][camel(name)](...args);
-    return { result: shapes.result(fn, result) };
   } catch (error) {
-    return { error: describe(error, linear, memoryLimit, wasi.stderr()) };
-  } finally {
-    wasi.close();
+    failure = error;
   }
+  return {
+    broken: failure !== null,
+    call(fn, args, onEvent, memoryLimit) {
+      try {
+        if (failure) throw failure;
+        emit = onEvent;
+        const [iface, name] = fn.split('/');
+        const result = lro[camel(iface)][camel(name)](...args);
+        return { result: shapes.result(fn, result) };
+      } catch (error) {
+        // A WIT error is a result like any other; anything else may have stopped the guest
+        // halfway, so its instance is not entered again.
+        if (!(error instanceof LroError || typeof error?.payload?.tag === 'string')) {
+          failure ??= error;
+          this.broken = true;
+        }
+        return { error: describe(error, linear, memoryLimit, wasi.stderr()) };
+      } finally {
+        emit = null;
+        wasi.endCall();
+      }
+    },
+    close() {
+      wasi.close();
+    },
+  };
 }
 
 /**

@@ -1,6 +1,6 @@
 // Node binding of the lro WebAssembly component: the host duties of docs/HOSTS.md around each
-// call (one preopen at its own path, read-only rules, a fresh instance, limits, private files,
-// events), with arguments and results in the JSON form of that page. Types: gen/lro.d.ts.
+// call (one preopen at its own path, read-only rules, no state between calls, limits, private
+// files, events), with arguments and results in the JSON form of that page. Types: gen/lro.d.ts.
 //
 //   import { Lro } from 'lro-wasm';          // this file, as the package `lro-wasm` exports it
 //   const lro = new Lro({ onEvent: (e) => console.error(e) });
@@ -12,7 +12,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { LroError, shapesOf } from './convert.js';
 import { absoluteDir, defaultOutputDir, ownerOnly, prepareDir } from './directory.js';
-import { callGuest } from './guest.js';
+import { openGuest } from './guest.js';
 
 export { LroError, defaultOutputDir };
 
@@ -135,6 +135,16 @@ function workerExecArgv() {
  */
 const HERE_MAX_TEXT = 2 ** 20;
 
+/**
+ * Instances kept for the calls on this thread, one per preopen (directory and read-only flag),
+ * the least recently used closed first. Instantiating costs far more than a small call (1-1.5
+ * ms against 0.05-0.07 ms for a tiny offload), and the component keeps nothing from one call to
+ * the next that could change a result (docs/HOSTS.md, step 2). Their memory stays small: calls
+ * with larger arguments than HERE_MAX_TEXT, and calls that run user filters, go to the worker,
+ * which gives each a fresh instance.
+ */
+const KEPT = 4;
+
 /** Whether the strings in `value` (arrays and objects walked) add up to more than `max` units. */
 function holdsMoreText(value, max) {
   let total = 0;
@@ -199,6 +209,7 @@ export class Lro {
   #pending = null; // the call in the worker: {id, resolve, reject, timer}
   #queue = Promise.resolve();
   #nextId = 1;
+  #kept = new Map(); // preopen key → an instance for the calls on this thread (KEPT)
 
   /**
    * options: onEvent(event) receives every event, in order, before the call that emitted it
@@ -291,8 +302,13 @@ export class Lro {
     return this.#defaults;
   }
 
-  /** Stops the worker; a call still running there fails with kind `host`; later calls start a new one. */
+  /**
+   * Stops the worker (a call still running there fails with kind `host`; later calls start a
+   * new one) and drops the instances kept for calls on this thread.
+   */
   close() {
+    for (const guest of this.#kept.values()) guest.close();
+    this.#kept.clear();
     this.#fail(closedError());
   }
 
@@ -340,17 +356,29 @@ export class Lro {
   }
 
   /**
-   * Runs one call on this thread, in a fresh instance of the modules compiled once per process,
+   * Runs one call on this thread, in the instance kept for its preopen (made now from the
+   * modules compiled once per process if there is none, or if the last call in it trapped),
    * with imports of its own (wasi.js): the host's process, stdout and globals are untouched.
    * Its events reach onEvent once the call has returned, before its result.
    */
   async #runHere(fn, args, { dir, readOnly }) {
     const [modules, glue] = await Promise.all([compile(this.#gen, this.#options), loadGlue(this.#gen)]);
+    // From here to the end the call runs synchronously: no other call can take the instance.
+    const key = `${readOnly ? 'r' : 'w'}${dir ?? ''}`;
+    const guest = this.#kept.get(key) ?? openGuest({ glue, shapes: shapesOf(this.#gen), modules: modules.io, dir, readOnly });
+    this.#kept.delete(key);
     const events = [];
-    const out = callGuest({
-      glue, shapes: shapesOf(this.#gen), modules: modules.io, fn, args, dir, readOnly,
-      emit: (event) => events.push(event), memoryLimit: this.#options.memory,
-    });
+    const out = guest.call(fn, args, (event) => events.push(event), this.#options.memory);
+    if (guest.broken) {
+      guest.close();
+    } else {
+      this.#kept.set(key, guest); // the most recently used last
+      for (const [old, oldest] of this.#kept) {
+        if (this.#kept.size <= KEPT) break;
+        oldest.close();
+        this.#kept.delete(old);
+      }
+    }
     for (const event of events) this.#deliver(event);
     if (out.error) throw new LroError(out.error.kind, out.error.message);
     return out.result;

@@ -1,12 +1,13 @@
-// The WASI 0.2 imports of one call, made for that call alone: the offload directory (if any)
-// preopened at its own path, read-only when the call must not write, the guest's stdout
-// discarded and its stderr kept for the call's error, clocks and random. Everything runs on
-// the calling thread with node:fs's synchronous calls: nothing is shared with another call or
-// with the program around it (no global of the preview2-shim is read or patched, no
+// The WASI 0.2 imports of one instance, made for it alone: the offload directory (if any)
+// preopened at its own path, read-only when its calls must not write, the guest's stdout
+// discarded and its stderr kept for a call's error, clocks and random. Everything runs on
+// the calling thread with node:fs's synchronous calls: nothing is shared with another instance
+// or with the program around it (no global of the preview2-shim is read or patched, no
 // process.stdout is touched, no thread is started).
 //
 //   const wasi = sandbox({ dir: '/tmp/lro-1000', readOnly: false });
-//   instantiate(getCoreModule, { ...wasi.imports, ...others });  ... wasi.stderr ... wasi.close();
+//   instantiate(getCoreModule, { ...wasi.imports, ...others });
+//   ... a call ... wasi.stderr() ... wasi.endCall(); ... the next call ... wasi.close();
 //
 // Only what the lro component imports is implemented (gen/component.js lists it); the rules
 // are wasmtime's where the component can tell them apart, and the preview2-shim's (0.26, which
@@ -18,7 +19,9 @@
 //   with `not-permitted`, as wasmtime's FsPerms::ReadOnly does;
 // - files are opened O_NONBLOCK, so a FIFO planted under an LRO name cannot block the thread
 //   (regular files and directories ignore the flag);
-// - every descriptor a call opens is closed when the call ends, whatever the guest dropped.
+// - every descriptor a call opens is closed when the call ends, whatever the guest dropped
+//   (the preopen stays: it is a path, resolved again on every use, so a directory replaced at
+//   that path between two calls is the one the next call writes into).
 import {
   closeSync, constants, fstatSync, lstatSync, opendirSync, openSync, readlinkSync, readSync, renameSync, statSync,
   unlinkSync, writeSync,
@@ -476,10 +479,11 @@ class Descriptor {
 }
 
 /**
- * The WASI imports of one call. dir: the host directory preopened (at its own path), or null
- * for none; readOnly: every write to it refused. `imports` holds the wasi:* entries (less
+ * The WASI imports of one instance. dir: the host directory preopened (at its own path), or
+ * null for none; readOnly: every write to it refused. `imports` holds the wasi:* entries (less
  * wasi:cli/environment, exit and stdin, which the caller sets); `stderr()` is what the guest
- * wrote there (at most 64 KiB); `close()` closes what the call left open.
+ * wrote there during the current call (at most 64 KiB); `endCall()` closes what the call left
+ * open and forgets its stderr; `close()` closes what is open.
  */
 export function sandbox({ dir = null, readOnly = true } = {}) {
   const box = { readOnly, handles: new Set(), dirs: new Set() };
@@ -491,7 +495,14 @@ export function sandbox({ dir = null, readOnly = true } = {}) {
     if (stderr.length < STDERR_CAP) stderr += decoder.decode(bytes, { stream: true });
   });
   const entries = dir ? [[new Descriptor(box, null, dir, { read: true, mutateDirectory: !readOnly }), dir]] : [];
-  let seed = null; // the call's insecure seed, made when first asked for
+  let seed = null; // the instance's insecure seed, made when first asked for
+  const close = () => {
+    for (const handle of [...box.handles]) handle.close();
+    for (const d of box.dirs) {
+      try { d.closeSync(); } catch { /* already closed */ }
+    }
+    box.dirs.clear();
+  };
   return {
     imports: {
       'wasi:cli/stdout': { getStdout: () => stdoutStream },
@@ -519,13 +530,12 @@ export function sandbox({ dir = null, readOnly = true } = {}) {
       'wasi:random/random': { getRandomU64: randomU64, getRandomBytes: (len) => new Uint8Array(randomBytes(Number(len))) },
     },
     stderr: () => stderr,
-    close() {
-      for (const handle of [...box.handles]) handle.close();
-      for (const d of box.dirs) {
-        try { d.closeSync(); } catch { /* already closed */ }
-      }
-      box.dirs.clear();
+    endCall() {
+      close();
+      stderr = '';
+      decoder = null;
     },
+    close,
   };
 }
 

@@ -78,7 +78,8 @@ def wasm_path() -> str:
 
 
 class Lro:
-    """The compiled component, ready to run calls. Each call gets a fresh store and instance."""
+    """The compiled component, ready to run calls (docs/HOSTS.md): a fresh store and instance
+    for each call that runs a user filter; the others reuse one their thread kept."""
 
     def __init__(
         self,
@@ -98,7 +99,7 @@ class Lro:
         limits apply to `extract`, `call_tool` and `query`, which run user
         filters. `cache_dir`: where to keep the compiled component ("default": $LRO_CACHE_DIR,
         else $XDG_CACHE_HOME/lro or ~/.cache/lro; None: no cache). One `Lro` may be shared by
-        threads: each call has its own store and instance. A file that is not a loadable lro
+        threads: a store and instance serve one call at a time. A file that is not a loadable lro
         component raises LroError `load`."""
         self.on_event = on_event
         self.deadline, self.memory = deadline, memory
@@ -241,12 +242,12 @@ class Lro:
         # directory then replaces `output_dir` in the lowered config.
         lowered = self._sandbox.lower_first(name, cfg)
         try:
-            dir, writable = prepare_dir(cfg["output_dir"], create=use == WRITE)
+            dir, writable, identity = prepare_dir(cfg["output_dir"], create=use == WRITE)
             # Read-only for extraction, and for a directory with no write bit at all, so that
             # it degrades the same way for every user, root included.
             writable = writable and use != READ
             self._sandbox.set_field(name, lowered, "output_dir", dir)
-            out = self._call(name, [arg], first=lowered, preopen=(dir, writable), filters=use == READ)
+            out = self._call(name, [arg], first=lowered, preopen=(dir, writable, identity), filters=use == READ)
         except Unusable as unusable:
             reason = unusable.reason
         else:
@@ -265,7 +266,7 @@ class Lro:
               filters: bool = False) -> Any:
         deadline, memory = (self.filter_deadline, self.filter_memory) if filters else (self.deadline, self.memory)
         return self._sandbox.run(name, args, first=first, preopen=preopen, deadline=deadline, memory=memory,
-                                 deliver=self._deliver)
+                                 deliver=self._deliver, reuse=not filters)
 
     def _deliver(self, event: dict) -> None:
         if self.on_event is None:

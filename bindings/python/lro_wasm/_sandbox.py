@@ -1,9 +1,10 @@
-"""The sandboxed call (docs/HOSTS.md, steps 2, 3 and 5): a fresh store and instance per call, at
-most one preopened directory, a deadline and a memory cap, events collected in order, and a trap
+"""The sandboxed call (docs/HOSTS.md, steps 2, 3 and 5): a fresh store and instance, or one kept
+by the calling thread for small calls that run no user filter, at most one preopened directory, a deadline and a memory cap, events collected in order, and a trap
 turned into an LroError with a host kind and no wasmtime backtrace."""
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 import shutil
@@ -25,6 +26,12 @@ from ._errors import LroError
 PACKAGE = "lro:component"
 TICK = 0.01  # seconds per epoch tick; deadlines are counted in ticks
 STDERR_CAP = 64 * 1024
+# The largest arguments (bytes of text) a call may have to run in a kept instance: a larger call
+# would leave its instance's linear memory grown to several times its arguments for as long as
+# the instance is kept, and instantiating is a small part of its cost anyway.
+REUSE_MAX_BYTES = 1 << 20
+# Kept instances per thread (one per preopen and memory cap), least recently used dropped first.
+KEPT_PER_THREAD = 4
 
 
 class Function(NamedTuple):
@@ -49,7 +56,7 @@ def new_engine() -> Engine:
 class Sandbox:
     """The component, its exported functions (by their Python names: `rewrite-tools` is
     `rewrite_tools`) and a linker providing WASI and the `events` import. One sandbox may be
-    used by many threads at once: each call has its own store and instance.
+    used by many threads at once: a store and instance serve one thread.
 
     Calls go through wasmtime's C API directly (`_capi`) when the installed wasmtime-py is the
     one it was written for, else through wasmtime-py's public API (`fast=False` forces that)."""
@@ -85,6 +92,7 @@ class Sandbox:
         self._linker.add_wasip2()
         # The events of the call running on this thread (set per call).
         self._local = threading.local()
+        self._serial = itertools.count()
         self._checkers: dict = {}
         with self._linker.root() as root:
             with root.add_instance(events[0]) as instance:
@@ -125,66 +133,118 @@ class Sandbox:
             first[field] = value
 
     def run(self, name: str, args: list, *, preopen: Optional[tuple], deadline: float, memory: int,
-            deliver: Callable[[dict], None], first: Any = None) -> Any:
+            deliver: Callable[[dict], None], first: Any = None, reuse: bool = False) -> Any:
         """Calls the export `name` with `args` (the JSON form; LroError naming the argument
-        that does not fit), after `first` when given (the first argument, from `lower_first`),
-        in a fresh store: `preopen` is `(directory, writable)` or None. Every event is passed
-        to `deliver`, in order, before this returns or raises; the result is lifted to the JSON
-        form."""
+        that does not fit), after `first` when given (the first argument, from `lower_first`):
+        `preopen` is `(directory, writable, identity)` or None. Every event is passed to
+        `deliver`, in order, before this returns or raises; the result is lifted to the JSON
+        form.
+
+        The call gets a fresh store, unless `reuse` (a call that runs no user filter) and its
+        arguments hold at most REUSE_MAX_BYTES: then it runs in a store and instance this
+        thread kept from an earlier call with the same preopen (the same directory, not only
+        the same path) and memory cap, made now if there is none. The component keeps no state
+        between calls that could change a result; instantiating costs more than such a call
+        (docs/HOSTS.md, step 2). A store that trapped is never kept."""
         function = self.functions[name]
         if self.fast:
             lowered = function.signature.lower(args, first)
+            # Only on the C API path, where the arguments' sizes are known without walking them.
+            reuse = reuse and _text_bytes(lowered.keep) <= REUSE_MAX_BYTES
         else:
+            reuse = False
             if first is not None:
                 args = [first, *args]
             lowered = [lower(ty, value, snake(pname)) for (pname, ty), value in zip(function.params, args)]
-        # Guest stderr goes to a file, read only when the call traps. (A Python callback,
-        # `stderr_custom`, is called from wasmtime's tokio threads, which then abort noisily at
-        # interpreter exit.) Stdout is left unconfigured, so it goes nowhere.
-        stderr_path = os.path.join(self._scratch, f"stderr-{threading.get_ident()}")
-        wasi = WasiConfig()
-        wasi.stderr_file = stderr_path
-        if preopen:
-            # The same absolute path inside as outside, so descriptor paths are real paths.
-            # wasmtime opens the directory here (prepare_dir checked that it can, but it may
-            # have changed since).
+        key = (preopen, memory)
+        kept = self._kept().pop(key, None) if reuse else None
+        if kept is not None:
+            store, instance, stderr_path = kept.store, kept.instance, kept.stderr_path
             try:
-                wasi.preopen_dir(preopen[0], preopen[0], fs_mutable=preopen[1])
-            except WasmtimeError:
-                raise Unusable(f"offload directory {preopen[0]}: cannot open it") from None
-        store = Store(self._engine)
-        store.set_wasi(wasi)
-        store.set_limits(memory_size=memory)
+                stderr_from = os.stat(stderr_path).st_size
+            except OSError:
+                stderr_from = 0
+        else:
+            # Guest stderr goes to a file, read only when the call traps. (A Python callback,
+            # `stderr_custom`, is called from wasmtime's tokio threads, which then abort noisily
+            # at interpreter exit.) Stdout is left unconfigured, so it goes nowhere.
+            if reuse:
+                stderr_path = os.path.join(self._scratch, f"stderr-{threading.get_ident()}-{next(self._serial)}")
+            else:
+                stderr_path = os.path.join(self._scratch, f"stderr-{threading.get_ident()}")
+            stderr_from = 0
+            wasi = WasiConfig()
+            wasi.stderr_file = stderr_path
+            if preopen:
+                # The same absolute path inside as outside, so descriptor paths are real paths.
+                # wasmtime opens the directory here (prepare_dir checked that it can, but it may
+                # have changed since).
+                try:
+                    wasi.preopen_dir(preopen[0], preopen[0], fs_mutable=preopen[1])
+                except WasmtimeError:
+                    raise Unusable(f"offload directory {preopen[0]}: cannot open it") from None
+            store = Store(self._engine)
+            store.set_wasi(wasi)
+            store.set_limits(memory_size=memory)
+            instance = None
         store.set_epoch_deadline(max(1, round(deadline / TICK)))
         self._local.events = []
         raw = result = failure = None
         try:
-            instance = self._linker.instantiate(store, self._component)
-            func = instance.get_func(store, function.index)
+            if instance is None:
+                instance = self._linker.instantiate(store, self._component)
+                if reuse:
+                    kept = _Kept(store, instance, stderr_path)
+            func = kept.funcs.get(name) if kept is not None else None
+            if func is None:
+                func = instance.get_func(store, function.index)
+                if kept is not None:
+                    kept.funcs[name] = func
             if self.fast:
                 result = _capi.call(func, store, function.signature, lowered)
             else:
                 raw = func(store, *lowered)
+            if kept is not None:
+                # The result is already the host's copy; this lets the instance be entered again.
+                func.post_return(store)
         except WasmtimeError as error:
             # Only the message is kept, and the trap's traceback is dropped: wasmtime-py raises
             # it from a frame that holds it in a local, so the traceback, through that frame
             # and the one holding `store`, makes a reference cycle that would keep the trapped
             # store's linear memory (up to the memory cap) alive until the cycle collector ran.
             # Raising from in here would chain the trap to the LroError, with the same effect.
-            failure = trap_error(error, _head(stderr_path), deadline, memory)
+            failure = trap_error(error, _head(stderr_path, stderr_from), deadline, memory)
             error.__traceback__ = None
         finally:
             events, self._local.events = self._local.events, None
             # Delivered before the call returns (or raises), in order.
             for event in events:
                 deliver(event)
-        # Freed now, by reference counting, whatever the outcome.
-        store = instance = func = wasi = lowered = None
+        if failure is None and kept is not None:
+            self._keep(key, kept)
+        elif reuse and kept is None:
+            _remove(stderr_path)  # instantiation failed: no _Kept owns the file
+        # Freed now, by reference counting, whatever the outcome (a kept store lives on in
+        # this thread's cache).
+        store = instance = func = wasi = lowered = kept = None
         if failure is not None:
             raise failure
         if self.fast:
             return None if result is None else result.lift(function.signature.lift)
         return lift(function.result, raw)
+
+    def _kept(self) -> dict:
+        """This thread's kept stores, {(preopen, memory): _Kept}, least recently used first."""
+        kept = getattr(self._local, "kept", None)
+        if kept is None:
+            kept = self._local.kept = {}
+        return kept
+
+    def _keep(self, key: tuple, kept: "_Kept") -> None:
+        cache = self._kept()
+        cache[key] = kept
+        while len(cache) > KEPT_PER_THREAD:
+            del cache[next(iter(cache))]
 
     def _emit(self, _store: Any, event: Any) -> None:
         # Lifted now (the value is only valid during the call), delivered by run().
@@ -209,12 +269,38 @@ def _duration(seconds: float) -> str:
     return f"{seconds:g}s" if seconds >= 1 else f"{seconds * 1000:g}ms"
 
 
-def _head(path: str) -> bytes:
+def _head(path: str, start: int = 0) -> bytes:
+    """What the guest wrote to its stderr file from `start` on (at most STDERR_CAP bytes)."""
     try:
         with open(path, "rb") as f:
+            f.seek(start)
             return f.read(STDERR_CAP)
     except OSError:
         return b""
+
+
+def _text_bytes(keep: list) -> int:
+    """The bytes of text among a lowered call's buffers: its string arguments."""
+    return sum(len(item) for item in keep if isinstance(item, (str, bytes)))
+
+
+def _remove(path: str) -> None:
+    try:
+        os.remove(path)
+    except OSError:
+        pass
+
+
+class _Kept:
+    """A store and instance kept by one thread for its next calls with the same preopen and
+    memory cap; its stderr file goes with it."""
+
+    __slots__ = ("store", "instance", "stderr_path", "funcs", "__weakref__")
+
+    def __init__(self, store: Any, instance: Any, stderr_path: str):
+        self.store, self.instance, self.stderr_path = store, instance, stderr_path
+        self.funcs: dict = {}
+        weakref.finalize(self, _remove, stderr_path)
 
 
 _MEMORY_FAULT = re.compile(r"memory fault at wasm address 0x([0-9a-f]+)")

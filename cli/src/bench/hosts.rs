@@ -90,7 +90,7 @@ pub fn section(
     let samples = dir.join("host-samples");
     std::fs::create_dir_all(&samples)?;
     let sizes: &[usize] = if quick { &[500] } else { &[500, 50_000] };
-    let (reps_small, reps_large) = if quick { (5, 2) } else { (30, 5) };
+    let (reps_small, reps_large) = if quick { (5, 2) } else { (100, 5) };
 
     // The Rust host, on the same files the scripts read.
     let tiny = records(Detail::Full, TINY);
@@ -159,7 +159,8 @@ pub fn section(
         "\n## Hosts\n\nThe same `offload` calls in the three hosts, on the same files of full-detail \
          records (threshold 1,600 tokens): the Rust host (`Runtime::offload`), the Python package \
          (`Lro.offload`, wasmtime-py; `tests/bench/hosts.py`) and the Node package (`lro.offload`, \
-         jco; `tests/bench/hosts.mjs`), each with a fresh instance per call. Records are given as \
+         jco; `tests/bench/hosts.mjs`): a fresh instance per call in Rust, an instance kept for small \
+         calls in Python and Node (docs/HOSTS.md, step 2). Records are given as \
          JSON text, or as the language's own objects (dicts, JS objects), which the binding \
          serialises. *Hand-written*: what an author would otherwise write in that language, one \
          `json.dumps` / `JSON.stringify` per record, a token estimate and one file write. The \
