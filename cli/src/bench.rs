@@ -222,18 +222,27 @@ pub fn run(dir: &Path, quick: bool, only: Option<&str>) -> anyhow::Result<Figure
 
     // ---- extraction --------------------------------------------------------------------
     if wants("extract") {
+        let jaq = jaq_version();
         writeln!(
             out,
             "\n## Extraction\n\nEvery recipe of the full-detail library over a file of full-detail records, \
          every value printed (no output cap). *Component*: `Runtime::extract` (Store, instantiation, \
          reading the file through WASI, jaq). *Machine code*: the same extraction code (`lro-core`, jaq) \
          compiled for this machine. *jq process*: the recipe's shell command from the descriptor, \
-         `tail -n +2 FILE | jq ...`, run by `sh` as an agent would, output read from a pipe.\n"
+         `tail -n +2 FILE | jq ...`, run by `sh` as an agent would, output read from a pipe. \
+         *jaq process*: the same command with `jaq` (the command-line tool of the jq engine lro \
+         embeds) in place of `jq`, the other tool an agent could run; {} It prints some numbers \
+         otherwise than jq (`1.0` where jq prints `1`): its output is checked to have as many \
+         lines as jq's.\n",
+            match &jaq {
+                Some(version) => format!("here {version} (`cargo install jaq`)."),
+                None => "not measured in this run: no `jaq` on PATH (`cargo install jaq`).".to_owned(),
+            }
         )?;
         writeln!(
             out,
-            "| records | recipe | values | component | machine-code jaq | jq process | component / machine code | jq / component |\n\
-         |---:|---|---:|---:|---:|---:|---:|---:|"
+            "| records | recipe | values | component | machine-code jaq | jq process | jaq process | component / machine code | jq / component | jaq / component |\n\
+         |---:|---|---:|---:|---:|---:|---:|---:|---:|---:|"
         )?;
         let extract_sizes: Vec<usize> = EXTRACT_SIZES.iter().copied().filter(|&n| !quick || n <= 500).collect();
         let (mut worst_machine, mut worst_jq) = (0.0f64, f64::INFINITY);
@@ -270,7 +279,16 @@ pub fn run(dir: &Path, quick: bool, only: Option<&str>) -> anyhow::Result<Figure
                     slurp: false,
                     limit: Some(u32::MAX),
                 };
-                let (mut wasm, mut nat, mut jq) = (Vec::new(), Vec::new(), Vec::new());
+                let (mut wasm, mut nat, mut jq, mut jaq_times) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+                let jaq_command = recipe.command.replacen("| jq ", "| jaq ", 1);
+                // Why jaq's figure is missing for this recipe, when it is.
+                let mut jaq_failed = if jaq.is_none() {
+                    Some("–".to_owned())
+                } else if jaq_command == recipe.command {
+                    Some("(no `jq` in the command)".to_owned())
+                } else {
+                    None
+                };
                 let mut values = 0;
                 for _ in 0..reps {
                     let start = Instant::now();
@@ -296,12 +314,39 @@ pub fn run(dir: &Path, quick: bool, only: Option<&str>) -> anyhow::Result<Figure
                     if !output.status.success() {
                         bail!("{}: {}", recipe.command, String::from_utf8_lossy(&output.stderr));
                     }
+                    if jaq_failed.is_none() {
+                        let start = Instant::now();
+                        let by_jaq = Command::new("sh")
+                            .args(["-c", &jaq_command])
+                            .stdout(Stdio::piped())
+                            .stderr(Stdio::piped())
+                            .output()?;
+                        jaq_times.push(start.elapsed());
+                        let lines = |text: &[u8]| text.iter().filter(|&&c| c == b'\n').count();
+                        if !by_jaq.status.success() {
+                            let said = String::from_utf8_lossy(&by_jaq.stderr);
+                            jaq_failed = Some(format!("fails: {}", said.lines().next().unwrap_or("").trim()));
+                        } else if lines(&by_jaq.stdout) != lines(&output.stdout) {
+                            jaq_failed = Some(format!(
+                                "differs: {} lines, jq {}",
+                                lines(&by_jaq.stdout),
+                                lines(&output.stdout)
+                            ));
+                        }
+                    }
                 }
                 let (w, v, j) = (median(wasm), median(nat), median(jq));
                 let (to_machine, jq_over) = (w.as_secs_f64() / v.as_secs_f64(), j.as_secs_f64() / w.as_secs_f64());
+                let (jaq_time, jaq_over) = match jaq_failed {
+                    Some(why) => (why, "–".to_owned()),
+                    None => {
+                        let t = median(jaq_times);
+                        (ms(t), format!("{:.1}×", t.as_secs_f64() / w.as_secs_f64()))
+                    }
+                };
                 writeln!(
                     out,
-                    "| {n} | {number}. {} | {values} | {} | {} | {} | {to_machine:.2}× | {jq_over:.1}× |",
+                    "| {n} | {number}. {} | {values} | {} | {} | {} | {jaq_time} | {to_machine:.2}× | {jq_over:.1}× | {jaq_over} |",
                     recipe.description,
                     ms(w),
                     ms(v),
@@ -541,6 +586,14 @@ fn which_jq() -> anyhow::Result<()> {
         Ok(o) if o.status.success() => Ok(()),
         _ => bail!("the benchmark compares with the system jq; install it (e.g. apt-get install jq)"),
     }
+}
+
+/// The version `jaq --version` prints, when `jaq` is on PATH.
+fn jaq_version() -> Option<String> {
+    let out = Command::new("jaq").arg("--version").output().ok()?;
+    out.status
+        .success()
+        .then(|| String::from_utf8_lossy(&out.stdout).trim().to_owned())
 }
 
 /// What the machine and tools were, for the report's header.
