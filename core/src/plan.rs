@@ -78,6 +78,14 @@ pub enum Plan {
     /// printed from the members' text ([`member_texts`]) with no jq value built, for every line
     /// that is an object.
     Construct(Vec<(String, String)>),
+    /// The filter is `[.a, .b, ...] | @tsv` (or `@csv`) over members of the record: the array is
+    /// built from the projected members, with no filter run, and formatted as jq 1.6 does.
+    Tabular {
+        /// The members, in the array's order (repeats allowed).
+        members: Vec<String>,
+        /// `@csv`, else `@tsv`.
+        csv: bool,
+    },
 }
 
 /// The plan for running `code` once per record.
@@ -87,6 +95,9 @@ pub fn per_record(code: &str) -> Plan {
     };
     if let Some(fields) = construct(&term) {
         return Plan::Construct(fields);
+    }
+    if let Some((members, csv)) = tabular(&term) {
+        return Plan::Tabular { members, csv };
     }
     if let Need::Keys(keys) = need(&term, Need::All) {
         return Plan::Project(keys);
@@ -128,6 +139,46 @@ fn construct(term: &Term<&str>) -> Option<Vec<(String, String)>> {
         fields.push((name, member));
     }
     Some(fields)
+}
+
+/// The members and format of `[.a, ."b c", ...] | @tsv` (or `@csv`): every element a member of
+/// the input under a constant name; `None` for anything else (`.a?`, `.a.b`, `$x`, ...).
+fn tabular(term: &Term<&str>) -> Option<(Vec<String>, bool)> {
+    let Term::BinOp(array, BinaryOp::Pipe(None), format) = term else {
+        return None;
+    };
+    let csv = match &**format {
+        Term::Call("@tsv", args) if args.is_empty() => false,
+        Term::Call("@csv", args) if args.is_empty() => true,
+        _ => return None,
+    };
+    let Term::Arr(Some(elements)) = &**array else {
+        return None;
+    };
+    let mut members = Vec::new();
+    each_of_commas(elements, &mut |element| {
+        let Term::Path(base, path) = element else {
+            return None;
+        };
+        let (Term::Id, [(Part::Index(name), Opt::Essential)]) = (&**base, &path.0[..]) else {
+            return None;
+        };
+        members.push(literal(name)?);
+        Some(())
+    })?;
+    Some((members, csv))
+}
+
+/// Calls `f` on each term of `a, b, c` in order, however the parser nested the commas; `None`
+/// as soon as `f` gives `None`.
+fn each_of_commas<'a>(term: &'a Term<&'a str>, f: &mut impl FnMut(&'a Term<&'a str>) -> Option<()>) -> Option<()> {
+    match term {
+        Term::BinOp(l, BinaryOp::Comma, r) => {
+            each_of_commas(l, f)?;
+            each_of_commas(r, f)
+        }
+        term => f(term),
+    }
 }
 
 /// How to run a filter over the array of every record (`slurp`).
@@ -470,7 +521,25 @@ mod tests {
 
     #[test]
     fn recipes_read_only_their_fields() {
-        assert_eq!(per_record("[.title, .namespace] | @tsv"), keys(&["namespace", "title"]));
+        let tabular = |members: &[&str], csv: bool| Plan::Tabular {
+            members: members.iter().map(|m| (*m).to_owned()).collect(),
+            csv,
+        };
+        assert_eq!(
+            per_record("[.title, .namespace] | @tsv"),
+            tabular(&["title", "namespace"], false)
+        );
+        assert_eq!(
+            per_record(r#"[.a, ."b c", .["d"], .a, .e] | @csv"#),
+            tabular(&["a", "b c", "d", "a", "e"], true)
+        );
+        // Anything else in the array, or after the format, is run by jaq on the members it reads.
+        assert_eq!(per_record("[.a, .b?] | @tsv"), keys(&["a", "b"]));
+        assert_eq!(per_record("[.a, .b.c] | @tsv"), keys(&["a", "b"]));
+        assert_eq!(per_record("[.a, 1] | @csv"), keys(&["a"]));
+        assert_eq!(per_record("[.a] | @tsv | length"), keys(&["a"]));
+        assert_eq!(per_record("[.a] | @json"), keys(&["a"]));
+        assert_eq!(per_record("[] | @tsv"), keys(&[]));
         let fields = |pairs: &[(&str, &str)]| {
             Plan::Construct(pairs.iter().map(|(n, m)| ((*n).to_owned(), (*m).to_owned())).collect())
         };

@@ -294,6 +294,10 @@ mod tests {
         ];
         let filters = [
             "[.title, .namespace] | @tsv",
+            "[.id, .missing, .title, .id, .provenance.confidence] | @csv",
+            "[.id, .created, .namespace] | @csv",
+            "[.id, .missing, .title, .id] | @csv",
+            "[.title, .provenance] | @tsv",
             "{id, title, namespace}",
             r#"{t: .title, "namespace", i: ."id", again: .id, p: .provenance}"#,
             "{title: .title?}",

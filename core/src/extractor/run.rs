@@ -138,6 +138,41 @@ pub(super) fn run_over_lines(
                     out.push_text(text);
                 }
             }
+            Plan::Tabular { members, csv } => {
+                let kind = if csv { jq::Tabular::Csv } else { jq::Tabular::Tsv };
+                let mut keys = members.clone();
+                keys.sort_unstable();
+                keys.dedup();
+                let names: Vec<Val> = members.iter().map(|m| jq::string(m)).collect();
+                for (i, line) in lines {
+                    let record = plan::parse_projected(line, &keys).map_err(|e| corrupt(i, e))?;
+                    // `.a` of an object is its member or null; the array of them formatted as
+                    // the filter would. Anything else (a line that is not an object, a value
+                    // the format refuses) runs the filter, which says what jq says.
+                    let line_out = match &record {
+                        Val::Obj(map) => {
+                            let array: Val = names.iter().map(|n| map.get(n).cloned().unwrap_or(Val::Null)).collect();
+                            jq::tabular(&array, kind).ok()
+                        }
+                        _ => None,
+                    };
+                    let flow = match line_out {
+                        Some(text) => {
+                            if out.push(&text) {
+                                Flow::Continue
+                            } else {
+                                Flow::Stop
+                            }
+                        }
+                        None => filter
+                            .run(record, vars, &mut |v| out.push(&v))
+                            .map_err(|e| failed(e, Some(i)))?,
+                    };
+                    if flow == Flow::Halt {
+                        break;
+                    }
+                }
+            }
             Plan::Select { cond, keys } => {
                 // `select(COND)` outputs the record once for every true output of COND.
                 let cond = Filter::compile(&cond, names)?;

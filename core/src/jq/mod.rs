@@ -11,6 +11,7 @@
 mod builtins;
 mod hints;
 mod tabular;
+pub(crate) use tabular::{Tabular, format as tabular};
 mod write;
 
 use std::fmt::Write as _;

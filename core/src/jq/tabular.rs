@@ -6,13 +6,13 @@ use super::{to_json, type_name, write_num};
 
 /// Which of the two formats.
 #[derive(Clone, Copy)]
-pub(super) enum Tabular {
+pub(crate) enum Tabular {
     Tsv,
     Csv,
 }
 
 /// jq 1.6's `@tsv` and `@csv`: an array of scalars to one line.
-pub(super) fn format(value: &Val, kind: Tabular) -> Result<Val, jaq_core::Error<Val>> {
+pub(crate) fn format(value: &Val, kind: Tabular) -> Result<Val, jaq_core::Error<Val>> {
     let (name, sep) = match kind {
         Tabular::Tsv => ("tsv", '\t'),
         Tabular::Csv => ("csv", ','),
