@@ -127,11 +127,7 @@ fn construct(term: &Term<&str>) -> Option<Vec<(String, String)>> {
         let name = literal(k)?;
         let member = match v {
             None => name.clone(),
-            Some(Term::Path(base, path)) if matches!(**base, Term::Id) => match &path.0[..] {
-                [(Part::Index(i), Opt::Essential)] => literal(i)?,
-                _ => return None,
-            },
-            Some(_) => return None,
+            Some(value) => member_of_input(value)?,
         };
         if fields.iter().any(|(n, _)| *n == name) {
             return None;
@@ -157,16 +153,22 @@ fn tabular(term: &Term<&str>) -> Option<(Vec<String>, bool)> {
     };
     let mut members = Vec::new();
     each_of_commas(elements, &mut |element| {
-        let Term::Path(base, path) = element else {
-            return None;
-        };
-        let (Term::Id, [(Part::Index(name), Opt::Essential)]) = (&**base, &path.0[..]) else {
-            return None;
-        };
-        members.push(literal(name)?);
+        members.push(member_of_input(element)?);
         Some(())
     })?;
     Some((members, csv))
+}
+
+/// The name of the member `term` reads when it is `.name`, `."a b"` or `.["a b"]` (not
+/// optional, a constant name); `None` for anything else.
+fn member_of_input(term: &Term<&str>) -> Option<String> {
+    let Term::Path(base, path) = term else {
+        return None;
+    };
+    let (Term::Id, [(Part::Index(name), Opt::Essential)]) = (&**base, &path.0[..]) else {
+        return None;
+    };
+    literal(name)
 }
 
 /// Calls `f` on each term of `a, b, c` in order, however the parser nested the commas; `None`

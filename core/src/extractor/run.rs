@@ -102,9 +102,7 @@ pub(super) fn run_over_lines(
             }
             Plan::Construct(fields) => {
                 let members: Vec<String> = fields.iter().map(|(_, member)| member.clone()).collect();
-                let mut keys = members.clone();
-                keys.sort_unstable();
-                keys.dedup();
+                let keys = distinct(&members);
                 let names: Vec<String> = fields.iter().map(|(name, _)| jq::to_json(&jq::string(name))).collect();
                 for (i, line) in lines {
                     let Some(texts) = plan::member_texts(line, &members).map_err(|e| corrupt(i, e))? else {
@@ -140,9 +138,7 @@ pub(super) fn run_over_lines(
             }
             Plan::Tabular { members, csv } => {
                 let kind = if csv { jq::Tabular::Csv } else { jq::Tabular::Tsv };
-                let mut keys = members.clone();
-                keys.sort_unstable();
-                keys.dedup();
+                let keys = distinct(&members);
                 let names: Vec<Val> = members.iter().map(|m| jq::string(m)).collect();
                 for (i, line) in lines {
                     let record = plan::parse_projected(line, &keys).map_err(|e| corrupt(i, e))?;
@@ -156,20 +152,19 @@ pub(super) fn run_over_lines(
                         }
                         _ => None,
                     };
-                    let flow = match line_out {
+                    match line_out {
                         Some(text) => {
-                            if out.push(&text) {
-                                Flow::Continue
-                            } else {
-                                Flow::Stop
+                            out.push(&text);
+                        }
+                        None => {
+                            if filter
+                                .run(record, vars, &mut |v| out.push(&v))
+                                .map_err(|e| failed(e, Some(i)))?
+                                == Flow::Halt
+                            {
+                                break;
                             }
                         }
-                        None => filter
-                            .run(record, vars, &mut |v| out.push(&v))
-                            .map_err(|e| failed(e, Some(i)))?,
-                    };
-                    if flow == Flow::Halt {
-                        break;
                     }
                 }
             }
@@ -216,6 +211,14 @@ pub(super) fn run_over_lines(
         }
     }
     Ok(out.finish(detail, program))
+}
+
+/// `members` sorted, each once: the keys to project.
+fn distinct(members: &[String]) -> Vec<String> {
+    let mut keys = members.to_vec();
+    keys.sort_unstable();
+    keys.dedup();
+    keys
 }
 
 /// The order `sort_by(KEY)` puts `records` (projected to what KEY reads) in, as positions: jaq
