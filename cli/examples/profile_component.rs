@@ -2,6 +2,7 @@
 //! function names: build the guest without stripping its name section, then
 //! `LRO_PERF_MAP=1 perf record target/release/examples/profile_component GUEST.wasm DIR FILE RECIPE [REPS]`.
 //! With `offload` for RECIPE, FILE is a JSON array of full-detail records (`lro sample`) to offload.
+//! `LRO_KEPT_INSTANCES=0` gives every call a fresh instance (`Options::kept_instances`).
 //!
 //! ```sh
 //! CARGO_PROFILE_RELEASE_STRIP=false cargo build -p lro-guest --target wasm32-wasip2 --release \
@@ -24,6 +25,11 @@ fn main() -> Result<()> {
         Options {
             deadline: std::time::Duration::from_secs(60),
             filter_deadline: std::time::Duration::from_secs(60),
+            // LRO_KEPT_INSTANCES=0 gives every call a fresh instance, to compare.
+            kept_instances: match std::env::var("LRO_KEPT_INSTANCES") {
+                Ok(n) => n.parse().context("LRO_KEPT_INSTANCES")?,
+                Err(_) => Options::default().kept_instances,
+            },
             ..Options::default()
         },
     )?;

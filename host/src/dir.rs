@@ -7,11 +7,33 @@ use wasmtime_wasi::FsPerms;
 
 use crate::{Config, Error};
 
+/// How a call mounts its checked directory: the permissions, and which directory it is (a kept
+/// instance holds its directory open, so one replaced at the same path must not reuse it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Mount {
+    /// Mounted without write access.
+    pub read_only: bool,
+    /// The directory's device and inode numbers when it was checked.
+    pub identity: (u64, u64),
+}
+
+impl Mount {
+    /// The permissions wasmtime-wasi mounts it with.
+    pub fn perms(self) -> FsPerms {
+        if self.read_only {
+            FsPerms::ReadOnly
+        } else {
+            FsPerms::ReadWrite
+        }
+    }
+}
+
 /// [`prepare_dir`] for a call that writes: an unusable directory is not an error but a
-/// `dir-problem` in the config, so the component degrades the result instead of failing it.
-pub(crate) fn writable_dir(config: &Config) -> (Config, FsPerms) {
+/// `dir-problem` in the config, so the component degrades the result instead of failing it;
+/// nothing is mounted then.
+pub(crate) fn writable_dir(config: &Config) -> (Config, Option<Mount>) {
     match prepare_dir(config, true) {
-        Ok(ready) => ready,
+        Ok((config, mount)) => (config, Some(mount)),
         Err(e) => {
             let problem = match e {
                 Error::Directory { path, message } => format!("offload directory {}: {message}", path.display()),
@@ -22,7 +44,7 @@ pub(crate) fn writable_dir(config: &Config) -> (Config, FsPerms) {
                 // The component checks that the path is absolute before it degrades.
                 ..absolute_dir(config)
             };
-            (config, FsPerms::ReadOnly)
+            (config, None)
         }
     }
 }
@@ -66,11 +88,11 @@ pub(crate) fn absolute_dir(config: &Config) -> Config {
 
 /// Makes `config.output_dir` (or [`default_output_dir`] when it is empty) an existing, absolute,
 /// canonical directory that only this user can write to; returns the config with that path (so
-/// descriptors carry real host paths) and the permissions to mount it with: read-only when its
-/// mode has no write bit at all, so a directory made read-only is honoured even for root. A directory owned by another user, or writable by
+/// descriptors carry real host paths) and how to mount it: read-only when its mode has no write
+/// bit at all, so a directory made read-only is honoured even for root. A directory owned by another user, or writable by
 /// group or others, is refused: another local user could read what is offloaded there, or plant
 /// files and links in it (the compiled-component cache is checked the same way).
-pub(crate) fn prepare_dir(config: &Config, create: bool) -> Result<(Config, FsPerms), Error> {
+pub(crate) fn prepare_dir(config: &Config, create: bool) -> Result<(Config, Mount), Error> {
     let given = resolved(&config.output_dir);
     let err = |message: String| Error::Directory {
         path: given.clone(),
@@ -103,17 +125,17 @@ pub(crate) fn prepare_dir(config: &Config, create: bool) -> Result<(Config, FsPe
     {
         return Err(err("on a read-only file system".into()));
     }
-    let perms = if meta.permissions().readonly() {
-        FsPerms::ReadOnly
-    } else {
-        FsPerms::ReadWrite
+    use std::os::unix::fs::MetadataExt;
+    let mount = Mount {
+        read_only: meta.permissions().readonly(),
+        identity: (meta.dev(), meta.ino()),
     };
     Ok((
         Config {
             output_dir: dir,
             ..config.clone()
         },
-        perms,
+        mount,
     ))
 }
 

@@ -26,9 +26,12 @@
 //! # Ok(()) }
 //! ```
 //!
-//! Every call gets a fresh `Store` from a pre-instantiated component (microseconds), with exactly
-//! one preopened directory, `config.output_dir`, mounted at its own absolute host path. A trap,
-//! a time limit or a memory limit ends that call with an [`Error`]; the next call starts clean.
+//! Every call runs in a `Store` with exactly one preopened directory, `config.output_dir`, mounted
+//! at its own absolute host path. The calls that run user filters (`extract`, `call_tool`,
+//! `query`) get a fresh one from a pre-instantiated component (microseconds); the others reuse
+//! an instance kept from an earlier call with the same directory and limits when their arguments
+//! are small ([`Options::kept_instances`]). A trap, a time limit or a memory limit ends that
+//! call with an [`Error`] and drops its store; the next call starts clean.
 //!
 //! Where things live: [`runtime`](Runtime) (the store, limits and calls), [`config`] (the
 //! `[prompt.offload]` file, environment and flags layered over the component's defaults),

@@ -31,6 +31,13 @@ pub struct Options {
     pub cache_dir: Option<PathBuf>,
     /// Receives the component's events.
     pub events: Option<EventSink>,
+    /// How many instances to keep for the calls that run no user filter and carry at most 1 MiB
+    /// of arguments (offload, intercept, sweep, rewrite_tools, recipes, estimate,
+    /// tool_definition, defaults): such a call reuses a kept instance made for the same
+    /// directory (the same one, not only the same path), permissions and memory limit, instead
+    /// of instantiating the component (docs/HOSTS.md, step 2). An instance that trapped is never
+    /// kept. 0 gives every call a fresh instance. Default: 4.
+    pub kept_instances: usize,
 }
 
 impl Default for Options {
@@ -42,6 +49,7 @@ impl Default for Options {
             filter_memory: 512 << 20,
             cache_dir: None,
             events: None,
+            kept_instances: 4,
         }
     }
 }
@@ -55,6 +63,7 @@ impl fmt::Debug for Options {
             .field("filter_memory", &self.filter_memory)
             .field("cache_dir", &self.cache_dir)
             .field("events", &self.events.is_some())
+            .field("kept_instances", &self.kept_instances)
             .finish()
     }
 }

@@ -1,18 +1,18 @@
-//! The compiled component and its calls: a fresh store per call, one preopened directory, and
-//! the time and memory limits.
+//! The compiled component and its calls: a fresh or kept store per call, one preopened
+//! directory, and the time and memory limits.
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use wasmtime::component::{HasSelf, Linker, ResourceTable};
 use wasmtime::{Engine, ResourceLimiter, Store, Trap};
 use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
-use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
+use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 
 use crate::bindings;
-use crate::dir::{absolute_dir, owner_only, prepare_dir, writable_dir};
+use crate::dir::{Mount, absolute_dir, owner_only, prepare_dir, writable_dir};
 use crate::{
     COMPONENT, ComponentError, Config, Detail, Error, Event, EventSink, ExtractRequest, ExtractResult, Options,
     Outcome, Recipe, Request, SweepReport, ToolCall, ToolOutcome, cache,
@@ -20,6 +20,10 @@ use crate::{
 
 /// How often the epoch ticks; deadlines are counted in these ticks.
 const TICK: Duration = Duration::from_millis(10);
+
+/// The most argument text a call may carry and still run in a kept instance: a kept instance's
+/// memory stays as large as the largest call it ran made it.
+const KEEP_MAX_BYTES: usize = 1 << 20;
 
 struct State {
     wasi: WasiCtx,
@@ -67,12 +71,32 @@ impl ResourceLimiter for Limiter {
     }
 }
 
-/// The compiled component, ready to run calls. Cheap to clone; clones share the compiled code.
+/// What a kept instance was made for: a call reuses it only when all of this matches.
+#[derive(Clone, PartialEq, Eq)]
+struct KeptKey {
+    /// The preopened directory's path and how it was mounted (permissions and identity).
+    dir: Option<(String, Mount)>,
+    /// The memory limit its limiter enforces.
+    memory: usize,
+}
+
+/// A store and instance kept between calls that run no user filter (docs/HOSTS.md, step 2).
+struct Kept {
+    key: KeptKey,
+    store: Store<State>,
+    lro: bindings::Lro,
+    stderr: MemoryOutputPipe,
+}
+
+/// The compiled component, ready to run calls. Cheap to clone; clones share the compiled code
+/// and the kept instances ([`Options::kept_instances`]).
 #[derive(Clone)]
 pub struct Runtime {
     engine: Engine,
     pre: bindings::LroPre<State>,
     options: Options,
+    /// Least recently used first. A call takes its instance out, so two calls never share one.
+    kept: Arc<Mutex<Vec<Kept>>>,
     /// Dropped with the last clone, which stops the epoch ticker thread.
     _ticker: Arc<Ticker>,
 }
@@ -125,14 +149,17 @@ impl Runtime {
             engine,
             pre,
             options,
+            kept: Arc::default(),
             _ticker: Arc::new(Ticker(stop)),
         })
     }
 
-    /// The same compiled component with other limits or event sink.
+    /// The same compiled component with other limits or event sink. It keeps instances of its own,
+    /// since a kept instance delivers events to the sink it was made with.
     pub fn with_options(&self, options: Options) -> Self {
         Runtime {
             options,
+            kept: Arc::default(),
             ..self.clone()
         }
     }
@@ -148,8 +175,10 @@ impl Runtime {
     /// failed write does: it never fails the call.
     pub fn offload(&self, config: &Config, request: &Request) -> Result<Outcome, Error> {
         caller_config(config)?;
-        let (config, perms) = writable_dir(config);
-        let outcome = self.call(&config, perms, self.io_limits(), |store, lro| {
+        let (config, mount) = writable_dir(config);
+        let text = |t: &Option<String>| t.as_ref().map_or(0, String::len);
+        let keep = small(request.records.len() + text(&request.query) + text(&request.text));
+        let outcome = self.call(&config, mount, self.io_limits(), keep, |store, lro| {
             lro.lro_component_interceptor().call_offload(store, &config, request)
         })?;
         if let Outcome::Offloaded(offloaded) = &outcome {
@@ -165,8 +194,10 @@ impl Runtime {
     /// an `offload-write-failed` event naming the reason: a failed write never fails the call.
     pub fn intercept(&self, config: &Config, call: &ToolCall) -> Result<ToolOutcome, Error> {
         caller_config(config)?;
-        let (config, perms) = writable_dir(config);
-        let outcome = self.call(&config, perms, self.io_limits(), |store, lro| {
+        let (config, mount) = writable_dir(config);
+        let meta = call.meta.as_ref().map_or(0, String::len);
+        let keep = small(call.tool.len() + call.arguments.len() + call.result.len() + meta);
+        let outcome = self.call(&config, mount, self.io_limits(), keep, |store, lro| {
             lro.lro_component_interceptor().call_intercept(store, &config, call)
         })?;
         if let ToolOutcome::Offloaded(offloaded) = &outcome {
@@ -180,8 +211,8 @@ impl Runtime {
     /// Deletes expired files in `config.output_dir` (`custodian.sweep`); `now_ms` is the current time.
     pub fn sweep(&self, config: &Config, now_ms: u64) -> Result<SweepReport, Error> {
         caller_config(config)?;
-        let (config, perms) = prepare_dir(config, false)?;
-        self.call(&config, perms, self.io_limits(), |store, lro| {
+        let (config, mount) = prepare_dir(config, false)?;
+        self.call(&config, Some(mount), self.io_limits(), true, |store, lro| {
             lro.lro_component_custodian().call_sweep(store, &config, now_ms)
         })
     }
@@ -192,7 +223,7 @@ impl Runtime {
     pub fn rewrite_tools(&self, config: &Config, tools: &str) -> Result<String, Error> {
         caller_config(config)?;
         let (config, tools) = (absolute_dir(config), tools.to_owned());
-        self.call_without_files(|store, lro| {
+        self.call_without_files(small(tools.len()), |store, lro| {
             lro.lro_component_interceptor()
                 .call_rewrite_tools(store, &config, &tools)
         })
@@ -201,16 +232,22 @@ impl Runtime {
     /// The `lro_extract` tool's definition as `tools/list` lists it, JSON text
     /// (`extractor.tool-definition`).
     pub fn tool_definition(&self) -> Result<String, Error> {
-        self.call_without_files(|store, lro| Ok(Ok(lro.lro_component_extractor().call_tool_definition(store)?)))
+        self.call_without_files(true, |store, lro| {
+            Ok(Ok(lro.lro_component_extractor().call_tool_definition(store)?))
+        })
     }
 
     /// Runs `lro_extract` from a `tools/call` request's `arguments` (JSON text), as
     /// [`Runtime::extract`] does (`extractor.call-tool`).
     pub fn call_tool(&self, config: &Config, arguments: &str) -> Result<ExtractResult, Error> {
         caller_config(config)?;
-        let (config, _) = prepare_dir(config, false)?;
+        let (config, mount) = prepare_dir(config, false)?;
         let arguments = arguments.to_owned();
-        self.call(&config, FsPerms::ReadOnly, self.filter_limits(), |store, lro| {
+        let mount = Mount {
+            read_only: true,
+            ..mount
+        };
+        self.call(&config, Some(mount), self.filter_limits(), false, |store, lro| {
             lro.lro_component_extractor().call_call_tool(store, &config, &arguments)
         })
     }
@@ -220,8 +257,12 @@ impl Runtime {
     /// limits ([`Options::filter_deadline`], [`Options::filter_memory`]).
     pub fn extract(&self, config: &Config, request: &ExtractRequest) -> Result<ExtractResult, Error> {
         caller_config(config)?;
-        let (config, _) = prepare_dir(config, false)?;
-        self.call(&config, FsPerms::ReadOnly, self.filter_limits(), |store, lro| {
+        let (config, mount) = prepare_dir(config, false)?;
+        let mount = Mount {
+            read_only: true,
+            ..mount
+        };
+        self.call(&config, Some(mount), self.filter_limits(), false, |store, lro| {
             lro.lro_component_extractor().call_extract(store, &config, request)
         })
     }
@@ -238,7 +279,7 @@ impl Runtime {
     ) -> Result<ExtractResult, Error> {
         // bindgen types the `json` alias as `&String`.
         let input = input.to_owned();
-        self.run(WasiCtxBuilder::new(), self.filter_limits(), |store, lro| {
+        self.run(None, self.filter_limits(), false, |store, lro| {
             lro.lro_component_extractor()
                 .call_query(store, filter, &input, slurp, raw, limit)
         })
@@ -248,7 +289,7 @@ impl Runtime {
     pub fn recipes(&self, config: &Config, detail: Detail, file: Option<&str>) -> Result<Vec<Recipe>, Error> {
         caller_config(config)?;
         let config = absolute_dir(config);
-        self.call_without_files(|store, lro| {
+        self.call_without_files(true, |store, lro| {
             lro.lro_component_interceptor()
                 .call_recipes(store, &config, detail, file)
         })
@@ -265,21 +306,24 @@ impl Runtime {
             deadline: standard.deadline,
             memory: standard.memory,
         };
-        self.run(WasiCtxBuilder::new(), limits, |store, lro| {
+        self.run(None, limits, true, |store, lro| {
             Ok(Ok(lro.lro_component_configuration().call_defaults(store)?))
         })
     }
 
     /// The component's token estimate of `text` (`interceptor.estimate`).
     pub fn estimate(&self, text: &str) -> Result<u32, Error> {
-        self.call_without_files(|store, lro| Ok(Ok(lro.lro_component_interceptor().call_estimate(store, text)?)))
+        self.call_without_files(small(text.len()), |store, lro| {
+            Ok(Ok(lro.lro_component_interceptor().call_estimate(store, text)?))
+        })
     }
 
     fn call_without_files<T>(
         &self,
+        keep: bool,
         f: impl FnOnce(&mut Store<State>, &bindings::Lro) -> wasmtime::Result<Result<T, ComponentError>>,
     ) -> Result<T, Error> {
-        self.run(WasiCtxBuilder::new(), self.io_limits(), f)
+        self.run(None, self.io_limits(), keep, f)
     }
 
     fn io_limits(&self) -> Limits {
@@ -296,31 +340,87 @@ impl Runtime {
         }
     }
 
+    /// Runs `f` with `config.output_dir` mounted as `mount` says, or with no directory when
+    /// `mount` is None (a directory found unusable: the component degrades without it).
     fn call<T>(
         &self,
         config: &Config,
-        perms: FsPerms,
+        mount: Option<Mount>,
         limits: Limits,
+        keep: bool,
         f: impl FnOnce(&mut Store<State>, &bindings::Lro) -> wasmtime::Result<Result<T, ComponentError>>,
     ) -> Result<T, Error> {
+        self.run(mount.map(|m| (config.output_dir.clone(), m)), limits, keep, f)
+    }
+
+    /// Runs `f` in an instance with `dir` preopened at its own path: a kept one made for the same
+    /// directory and memory limit when `keep` allows it, else a fresh one, which is kept after
+    /// the call when `keep` (a trap drops it).
+    fn run<T>(
+        &self,
+        dir: Option<(String, Mount)>,
+        limits: Limits,
+        keep: bool,
+        f: impl FnOnce(&mut Store<State>, &bindings::Lro) -> wasmtime::Result<Result<T, ComponentError>>,
+    ) -> Result<T, Error> {
+        let key = KeptKey {
+            dir,
+            memory: limits.memory,
+        };
+        let keep = keep && self.options.kept_instances > 0;
+        let (mut store, stderr, lro) = match keep.then(|| self.take_kept(&key)).flatten() {
+            Some(kept) => (kept.store, kept.stderr, Some(kept.lro)),
+            None => {
+                let (store, stderr) = self.new_store(key.dir.as_ref(), limits)?;
+                (store, stderr, None)
+            }
+        };
+        // Only the bytes this call writes name its trap; earlier calls returned without trapping.
+        let stderr_from = if lro.is_some() { stderr.contents().len() } else { 0 };
+        store.data_mut().limiter.hit = false;
+        let ticks = limits.deadline.as_millis().div_ceil(TICK.as_millis()).max(1);
+        store.set_epoch_deadline(u64::try_from(ticks).unwrap_or(u64::MAX));
+
+        let result = match lro {
+            Some(lro) => Ok(lro),
+            None => self.pre.instantiate(&mut store),
+        }
+        .and_then(|lro| f(&mut store, &lro).map(|value| (lro, value)));
+        match result {
+            Ok((lro, value)) => {
+                if keep {
+                    self.put_kept(Kept {
+                        key,
+                        store,
+                        lro,
+                        stderr,
+                    });
+                }
+                value.map_err(Error::Component)
+            }
+            Err(error) => {
+                let guest = stderr.contents();
+                let guest = guest.get(stderr_from..).unwrap_or_default();
+                Err(trap_error(error, limits, store.data().limiter.hit, guest))
+            }
+        }
+    }
+
+    /// A new store with `dir` preopened at its own absolute path (so descriptor paths are real
+    /// paths) and the guest's stderr kept for error messages.
+    fn new_store(
+        &self,
+        dir: Option<&(String, Mount)>,
+        limits: Limits,
+    ) -> Result<(Store<State>, MemoryOutputPipe), Error> {
         let mut wasi = WasiCtxBuilder::new();
-        // A directory found unusable is not opened at all; the component degrades without it.
-        if config.dir_problem.is_none() {
-            wasi.preopened_dir(&config.output_dir, &config.output_dir, perms)
+        if let Some((path, mount)) = dir {
+            wasi.preopened_dir(path, path, mount.perms())
                 .map_err(|e| Error::Directory {
-                    path: PathBuf::from(&config.output_dir),
+                    path: PathBuf::from(path),
                     message: format!("cannot open it: {e:#}"),
                 })?;
         }
-        self.run(wasi, limits, f)
-    }
-
-    fn run<T>(
-        &self,
-        mut wasi: WasiCtxBuilder,
-        limits: Limits,
-        f: impl FnOnce(&mut Store<State>, &bindings::Lro) -> wasmtime::Result<Result<T, ComponentError>>,
-    ) -> Result<T, Error> {
         // The guest's stderr (a panic message) is kept and put into the error; its stdout goes
         // nowhere, so a host speaking MCP over stdio can never have its stream corrupted.
         let stderr = MemoryOutputPipe::new(64 * 1024);
@@ -339,17 +439,32 @@ impl Runtime {
         };
         let mut store = Store::new(&self.engine, state);
         store.limiter(|s| &mut s.limiter);
-        let ticks = limits.deadline.as_millis().div_ceil(TICK.as_millis()).max(1);
-        store.set_epoch_deadline(u64::try_from(ticks).unwrap_or(u64::MAX));
         store.epoch_deadline_trap();
-
-        let result = self.pre.instantiate(&mut store).and_then(|lro| f(&mut store, &lro));
-        match result {
-            Ok(Ok(value)) => Ok(value),
-            Ok(Err(error)) => Err(Error::Component(error)),
-            Err(error) => Err(trap_error(error, limits, store.data().limiter.hit, &stderr)),
-        }
+        Ok((store, stderr))
     }
+
+    /// The most recently kept instance made for `key`, taken out of the pool.
+    fn take_kept(&self, key: &KeptKey) -> Option<Kept> {
+        let mut kept = self.kept.lock().unwrap_or_else(PoisonError::into_inner);
+        let i = kept.iter().rposition(|k| k.key == *key)?;
+        Some(kept.remove(i))
+    }
+
+    /// Keeps `instance`, dropping the least recently used beyond [`Options::kept_instances`].
+    fn put_kept(&self, instance: Kept) {
+        let mut kept = self.kept.lock().unwrap_or_else(PoisonError::into_inner);
+        kept.push(instance);
+        let excess = kept.len().saturating_sub(self.options.kept_instances);
+        let dropped: Vec<Kept> = kept.drain(..excess).collect();
+        // A store's memory is unmapped outside the lock.
+        drop(kept);
+        drop(dropped);
+    }
+}
+
+/// Whether arguments of `bytes` bytes are small enough for a kept instance.
+fn small(bytes: usize) -> bool {
+    bytes <= KEEP_MAX_BYTES
 }
 
 /// `config.dir_problem` is the host's to set (docs/HOSTS.md, step 1): every host refuses it from a
@@ -370,7 +485,7 @@ struct Limits {
     memory: usize,
 }
 
-fn trap_error(error: wasmtime::Error, limits: Limits, memory_hit: bool, stderr: &MemoryOutputPipe) -> Error {
+fn trap_error(error: wasmtime::Error, limits: Limits, memory_hit: bool, stderr: &[u8]) -> Error {
     if memory_hit {
         return Error::MemoryLimit(limits.memory);
     }
@@ -383,7 +498,7 @@ fn trap_error(error: wasmtime::Error, limits: Limits, memory_hit: bool, stderr: 
     if shadow_stack_overflow(&text) {
         return Error::StackOverflow;
     }
-    let guest = String::from_utf8_lossy(&stderr.contents()).trim().to_owned();
+    let guest = String::from_utf8_lossy(stderr).trim().to_owned();
     if guest.is_empty() {
         Error::Trap(format!("{error:#}"))
     } else {
@@ -403,4 +518,180 @@ fn shadow_stack_overflow(trap: &str) -> bool {
             .collect();
         u64::from_str_radix(&hex, 16).is_ok_and(|address| address >= 0xFFFF_0000)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    //! Kept instances (docs/HOSTS.md, step 2). That a kept instance answers as a fresh one is what
+    //! the shared cases check (`cli/tests/all/shared_cases.rs`): they all run through one runtime.
+
+    use std::os::unix::fs::PermissionsExt;
+    use std::sync::LazyLock;
+
+    use super::*;
+    use crate::{OffloadedResult, Operation};
+
+    static RUNTIME: LazyLock<Runtime> =
+        LazyLock::new(|| Runtime::new(Options::default()).expect("the component loads"));
+
+    fn records(n: usize, content: &str) -> String {
+        let records: Vec<String> = (0..n)
+            .map(|i| {
+                format!(r#"{{"id":"m{i}","namespace":"_semantic/kept","title":"Record {i}","content":"{content}"}}"#)
+            })
+            .collect();
+        format!("[{}]", records.join(","))
+    }
+
+    fn request(records: String) -> Request {
+        Request {
+            operation: Operation::List,
+            query: None,
+            detail: None,
+            records,
+            text: None,
+        }
+    }
+
+    /// From the shared runtime's defaults, so that the runtime under test keeps nothing for it.
+    fn config(dir: &Path) -> Config {
+        Config {
+            output_dir: dir.to_str().unwrap().to_owned(),
+            threshold_tokens: 100,
+            ..RUNTIME.defaults().unwrap()
+        }
+    }
+
+    fn offloaded(outcome: Outcome) -> OffloadedResult {
+        match outcome {
+            Outcome::Offloaded(offloaded) => offloaded,
+            other => panic!("not offloaded: {other:?}"),
+        }
+    }
+
+    fn lines(path: &str) -> usize {
+        std::fs::read_to_string(path).unwrap().lines().count()
+    }
+
+    fn kept(runtime: &Runtime) -> usize {
+        runtime.kept.lock().unwrap().len()
+    }
+
+    #[test]
+    fn a_directory_replaced_at_its_path_gets_the_next_file() {
+        let runtime = RUNTIME.with_options(Options::default());
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("offload");
+        let config = config(&dir);
+        let first = offloaded(runtime.offload(&config, &request(records(50, ""))).unwrap());
+        // The kept store still has the old directory open: the next call must not write there.
+        std::fs::rename(&dir, tmp.path().join("moved")).unwrap();
+        std::fs::create_dir(&dir).unwrap();
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).unwrap();
+        let second = offloaded(runtime.offload(&config, &request(records(60, ""))).unwrap());
+        assert_eq!(
+            Path::new(&second.path).parent(),
+            Some(dir.canonicalize().unwrap().as_path())
+        );
+        assert_eq!(lines(&second.path), 61, "the header and the records");
+        let moved: Vec<_> = std::fs::read_dir(tmp.path().join("moved"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(moved, [Path::new(&first.path).file_name().unwrap()]);
+    }
+
+    #[test]
+    fn a_directory_made_writable_is_mounted_as_it_is_at_each_call() {
+        let runtime = RUNTIME.with_options(Options::default());
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("modes");
+        std::fs::create_dir(&dir).unwrap();
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o500)).unwrap();
+        let config = config(&dir);
+        let outcome = runtime.offload(&config, &request(records(50, ""))).unwrap();
+        assert!(matches!(outcome, Outcome::Degraded(_)), "{outcome:?}");
+        assert_eq!(kept(&runtime), 1, "the read-only mount is kept");
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).unwrap();
+        let offloaded = offloaded(runtime.offload(&config, &request(records(70, ""))).unwrap());
+        assert_eq!(lines(&offloaded.path), 71);
+    }
+
+    #[test]
+    fn a_trap_in_a_kept_instance_drops_it_and_the_next_call_works() {
+        // 2 MiB is enough for small calls and too little for 2,000 records of 200 characters
+        // (0.66 MB of arguments: small enough to run in the kept instance).
+        let runtime = RUNTIME.with_options(Options {
+            memory: 2 << 20,
+            ..Options::default()
+        });
+        let tmp = tempfile::tempdir().unwrap();
+        let config = config(tmp.path());
+        let outcome = runtime.offload(&config, &request(records(3, ""))).unwrap();
+        assert!(matches!(outcome, Outcome::Inline(_)), "{outcome:?}");
+        assert_eq!(kept(&runtime), 1);
+        let big = request(records(2000, &"x".repeat(200)));
+        assert!(big.records.len() <= KEEP_MAX_BYTES);
+        let error = runtime.offload(&config, &big).unwrap_err();
+        assert!(matches!(error, Error::MemoryLimit(_)), "{error}");
+        assert_eq!(kept(&runtime), 0);
+        let offloaded = offloaded(runtime.offload(&config, &request(records(200, ""))).unwrap());
+        assert_eq!(offloaded.count, 200);
+        let files: Vec<_> = std::fs::read_dir(tmp.path())
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
+            .collect();
+        assert_eq!(files, [PathBuf::from(&offloaded.path)]);
+    }
+
+    #[test]
+    fn large_arguments_and_user_filters_run_in_fresh_instances() {
+        let runtime = RUNTIME.with_options(Options::default());
+        let tmp = tempfile::tempdir().unwrap();
+        let config = config(tmp.path());
+        let big = request(records(4000, &"x".repeat(250)));
+        assert!(big.records.len() > KEEP_MAX_BYTES);
+        let offloaded = offloaded(runtime.offload(&config, &big).unwrap());
+        // Its instance, grown to several times its arguments, was not kept.
+        assert_eq!(kept(&runtime), 0);
+        let extract = ExtractRequest {
+            path: offloaded.path.clone(),
+            recipe: None,
+            query: Some("length".into()),
+            params: None,
+            slurp: true,
+            limit: None,
+        };
+        assert_eq!(runtime.extract(&config, &extract).unwrap().values, ["4000"]);
+        assert_eq!(
+            runtime.query(".a", r#"{"a": 1}"#, false, false, None).unwrap().values,
+            ["1"]
+        );
+        assert_eq!(kept(&runtime), 0);
+        let outcome = runtime.offload(&config, &request(records(3, ""))).unwrap();
+        assert!(matches!(outcome, Outcome::Inline(_)), "{outcome:?}");
+        assert_eq!(kept(&runtime), 1);
+        // A second call with the same directory and limits reuses it; other limits get their own.
+        runtime.sweep(&config, 0).unwrap();
+        assert_eq!(kept(&runtime), 1);
+        runtime.defaults().unwrap();
+        runtime.estimate("").unwrap();
+        assert_eq!(kept(&runtime), 2, "no directory: another instance");
+    }
+
+    #[test]
+    fn no_instance_is_kept_when_none_may_be() {
+        let runtime = RUNTIME.with_options(Options {
+            kept_instances: 0,
+            ..Options::default()
+        });
+        let tmp = tempfile::tempdir().unwrap();
+        let config = config(tmp.path());
+        for n in [3, 200] {
+            runtime.offload(&config, &request(records(n, ""))).unwrap();
+        }
+        runtime.estimate("").unwrap();
+        assert_eq!(kept(&runtime), 0);
+    }
 }

@@ -159,8 +159,8 @@ pub fn section(
         "\n## Hosts\n\nThe same `offload` calls in the three hosts, on the same files of full-detail \
          records (threshold 1,600 tokens): the Rust host (`Runtime::offload`), the Python package \
          (`Lro.offload`, wasmtime-py; `tests/bench/hosts.py`) and the Node package (`lro.offload`, \
-         jco; `tests/bench/hosts.mjs`): a fresh instance per call in Rust, an instance kept for small \
-         calls in Python and Node (docs/HOSTS.md, step 2). Records are given as \
+         jco; `tests/bench/hosts.mjs`); each keeps an instance for calls of at most 1 MiB of \
+         arguments (docs/HOSTS.md, step 2) and makes a fresh one for larger calls. Records are given as \
          JSON text, or as the language's own objects (dicts, JS objects), which the binding \
          serialises. *Hand-written*: what an author would otherwise write in that language, one \
          `json.dumps` / `JSON.stringify` per record, a token estimate and one file write. The \
