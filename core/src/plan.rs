@@ -14,12 +14,16 @@
 //! with the other members left out (objects stay objects, everything else is untouched).
 //!
 //! A filter that only builds an object of members (`{id, title, namespace}`) goes further: its
-//! outputs are printed from the members' text, with no jq value built at all.
+//! outputs are printed from the members' text, with no jq value built at all; so does
+//! `[.a, .b] | @tsv`. A `select` whose condition tests one member against a variable or a string
+//! (`startswith`, `endswith`, `test`, `==`, `!=`, `index`) evaluates it in Rust ([`Cond`]),
+//! running the filter only where the test cannot say what jq would (an error, another type).
 
 use std::borrow::Cow;
 
 use jaq_core::load::lex::StrPart;
 use jaq_core::load::parse::{BinaryOp, Pattern, Term};
+use jaq_core::ops::Cmp;
 use jaq_core::path::{Opt, Part};
 use jaq_json::Val;
 
@@ -72,6 +76,9 @@ pub enum Plan {
         cond: String,
         /// The members COND reads.
         keys: Vec<String>,
+        /// COND as a test Rust evaluates on the projected record, when it is one of those
+        /// ([`Cond`]); the filter still runs wherever the test cannot say what jq would.
+        native: Option<Cond>,
     },
     /// The filter builds an object of members of the record under constant names (`{id, title,
     /// t: .time}`): `(name, member)` pairs in the object's order, names distinct. Each output is
@@ -112,9 +119,168 @@ pub fn per_record(code: &str) -> Plan {
         return Plan::Select {
             cond: inner.to_owned(),
             keys,
+            native: cond_of(cond),
         };
     }
     Plan::Whole
+}
+
+/// A `select` condition on one member of the record that Rust evaluates without running jq: the
+/// recipes' conditions (`(.namespace // "") | startswith($namespace)`, `(.title // "") |
+/// test($keyword; "i")`, `.memory_type == $memory_type`, `(.tags // []) | index($tag)`) and
+/// their like. Running COND through jaq once per record cost more than reading the record's
+/// members.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cond {
+    /// The member it reads.
+    pub member: String,
+    /// `(.m // D)`: D, for a member that is null, false or missing.
+    pub default: Option<Fallback>,
+    /// What it does with the member.
+    pub test: Test,
+    /// Its argument: a variable (`Ok`, named without `$`) or a string literal (`Err`).
+    pub operand: Result<String, String>,
+}
+
+/// The `D` of `(.m // D)` in a [`Cond`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Fallback {
+    /// A string literal.
+    Str(String),
+    /// `[]`.
+    EmptyArray,
+}
+
+/// What a [`Cond`] does with the member.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Test {
+    /// `startswith(X)`.
+    Prefix,
+    /// `endswith(X)`.
+    Suffix,
+    /// `test(X)` or `test(X; FLAGS)`, with these flags.
+    Regex(String),
+    /// `== X` (true) or `!= X` (false), either way round.
+    Equal(bool),
+    /// `index(X)`.
+    Index,
+}
+
+/// COND as a [`Cond`], when it is one.
+fn cond_of(term: &Term<&str>) -> Option<Cond> {
+    let operand = |term: &Term<&str>| match term {
+        Term::Var(name) => name.strip_prefix('$').map(|n| Ok(n.to_owned())),
+        term => literal(term).map(Err),
+    };
+    match term {
+        Term::BinOp(l, BinaryOp::Cmp(op @ (Cmp::Eq | Cmp::Ne)), r) => {
+            let (member, other) = match (member_of_input(l), member_of_input(r)) {
+                (Some(member), None) => (member, r),
+                (None, Some(member)) => (member, l),
+                _ => return None,
+            };
+            Some(Cond {
+                member,
+                default: None,
+                test: Test::Equal(matches!(op, Cmp::Eq)),
+                operand: operand(other)?,
+            })
+        }
+        Term::BinOp(l, BinaryOp::Pipe(None), r) => {
+            let Term::Call(name, args) = &**r else { return None };
+            let (member, default) = match member_of_input(l) {
+                Some(member) => (member, None),
+                None => {
+                    let Term::BinOp(m, BinaryOp::Alt, default) = &**l else {
+                        return None;
+                    };
+                    let default = match &**default {
+                        Term::Arr(None) => Fallback::EmptyArray,
+                        other => Fallback::Str(literal(other)?),
+                    };
+                    (member_of_input(m)?, Some(default))
+                }
+            };
+            let test = match (*name, &args[..]) {
+                ("startswith", [_]) => Test::Prefix,
+                ("endswith", [_]) => Test::Suffix,
+                ("test", [_]) => Test::Regex(String::new()),
+                ("test", [_, flags]) => Test::Regex(literal(flags)?),
+                ("index", [_]) => Test::Index,
+                _ => return None,
+            };
+            Some(Cond {
+                member,
+                default,
+                test,
+                operand: operand(args.first()?)?,
+            })
+        }
+        _ => None,
+    }
+}
+
+impl Cond {
+    /// The condition with its operand's value: a variable's from `vars` (in the order of
+    /// `names`). None when the variable is not among them (the filter's compile error says so).
+    pub fn bind(&self, names: &[&str], vars: &[Val]) -> Option<BoundCond> {
+        let operand = match &self.operand {
+            Ok(var) => vars.get(names.iter().position(|n| n == var)?)?.clone(),
+            Err(text) => jq::string(text),
+        };
+        let flags = match &self.test {
+            Test::Regex(flags) => jq::string(flags),
+            _ => Val::Null,
+        };
+        Some(BoundCond {
+            member: jq::string(&self.member),
+            default: self.default.as_ref().map(|default| match default {
+                Fallback::Str(text) => jq::string(text),
+                Fallback::EmptyArray => Val::Arr(Default::default()),
+            }),
+            test: self.test.clone(),
+            operand,
+            flags,
+        })
+    }
+}
+
+/// A [`Cond`] ready to evaluate.
+#[derive(Debug)]
+pub struct BoundCond {
+    member: Val,
+    default: Option<Val>,
+    test: Test,
+    operand: Val,
+    flags: Val,
+}
+
+impl BoundCond {
+    /// Whether COND's one output on `record` (a projected record) is true as jq counts truth;
+    /// None when jq would not give one plain output (an error, such as `startswith` of a
+    /// number, or a case this does not evaluate): then the filter itself must run.
+    pub fn holds(&self, record: &Val) -> Option<bool> {
+        let Val::Obj(members) = record else { return None };
+        let mut value = members.get(&self.member).unwrap_or(&Val::Null);
+        if let Some(default) = &self.default
+            && matches!(value, Val::Null | Val::Bool(false))
+        {
+            value = default;
+        }
+        match (&self.test, value, &self.operand) {
+            (Test::Prefix, Val::TStr(s), Val::TStr(a)) => Some(s.starts_with(a)),
+            (Test::Suffix, Val::TStr(s), Val::TStr(a)) => Some(s.ends_with(a)),
+            (Test::Regex(_), Val::TStr(_), Val::TStr(_)) => jq::regex_test(value, &self.operand, &self.flags).ok(),
+            (Test::Equal(equal), value, operand) => Some((value == operand) == *equal),
+            // `index` of null is null.
+            (Test::Index, Val::Null, _) => Some(false),
+            // An array and a value that is not one: the positions of elements equal to it.
+            (Test::Index, Val::Arr(elements), operand) if !matches!(operand, Val::Arr(_)) => {
+                Some(elements.iter().any(|e| e == operand))
+            }
+            _ => None,
+        }
+    }
 }
 
 /// The `(name, member)` pairs of an object construction whose every value is a member of the
@@ -563,14 +729,26 @@ mod tests {
             per_record(r#"select(.title | test($keyword; "i"))"#),
             Plan::Select {
                 cond: r#".title | test($keyword; "i")"#.into(),
-                keys: vec!["title".into()]
+                keys: vec!["title".into()],
+                native: Some(Cond {
+                    member: "title".into(),
+                    default: None,
+                    test: Test::Regex("i".into()),
+                    operand: Ok("keyword".into())
+                })
             }
         );
         assert_eq!(
             per_record("select((.tags // []) | index($tag))"),
             Plan::Select {
                 cond: "(.tags // []) | index($tag)".into(),
-                keys: vec!["tags".into()]
+                keys: vec!["tags".into()],
+                native: Some(Cond {
+                    member: "tags".into(),
+                    default: Some(Fallback::EmptyArray),
+                    test: Test::Index,
+                    operand: Ok("tag".into())
+                })
             }
         );
         assert_eq!(
@@ -583,6 +761,140 @@ mod tests {
         assert_eq!(per_record(r#".a as $x | .b + $x"#), keys(&["a", "b"]));
         assert_eq!(per_record(r#"try .a catch ."#), keys(&["a"]));
         assert_eq!(per_record("1, null, $x"), keys(&[]));
+    }
+
+    #[test]
+    fn select_conditions_on_one_member_are_evaluated_without_jq() {
+        let native = |code: &str| match per_record(code) {
+            Plan::Select { native, .. } => native,
+            plan => panic!("{code}: {plan:?}"),
+        };
+        let cond = |member: &str, test: Test, operand: Result<&str, &str>| {
+            Some(Cond {
+                member: member.into(),
+                default: None,
+                test,
+                operand: operand.map(str::to_owned).map_err(str::to_owned),
+            })
+        };
+        // Every per-record condition of the recipe libraries.
+        let with_default = |default: Fallback, cond: Option<Cond>| {
+            cond.map(|c| Cond {
+                default: Some(default),
+                ..c
+            })
+        };
+        let empty = || Fallback::Str(String::new());
+        assert_eq!(
+            native(r#"select((.namespace // "") | startswith($namespace))"#),
+            with_default(empty(), cond("namespace", Test::Prefix, Ok("namespace")))
+        );
+        assert_eq!(
+            native(r#"select((.title // "") | test($keyword; "i"))"#),
+            with_default(empty(), cond("title", Test::Regex("i".into()), Ok("keyword")))
+        );
+        assert_eq!(
+            native(r#"select((.content // "") | test($pattern; "i"))"#),
+            with_default(empty(), cond("content", Test::Regex("i".into()), Ok("pattern")))
+        );
+        assert_eq!(
+            native("select(.memory_type == $memory_type)"),
+            cond("memory_type", Test::Equal(true), Ok("memory_type"))
+        );
+        assert_eq!(
+            native("select((.tags // []) | index($tag))"),
+            with_default(Fallback::EmptyArray, cond("tags", Test::Index, Ok("tag")))
+        );
+        assert_eq!(
+            native("select(.namespace | startswith($namespace))"),
+            cond("namespace", Test::Prefix, Ok("namespace"))
+        );
+        assert_eq!(
+            native(r#"select(.id | endswith("7"))"#),
+            cond("id", Test::Suffix, Err("7"))
+        );
+        assert_eq!(
+            native(r#"select(.content | test("a.b"))"#),
+            cond("content", Test::Regex(String::new()), Err("a.b"))
+        );
+        assert_eq!(
+            native("select($t == .memory_type)"),
+            cond("memory_type", Test::Equal(true), Ok("t"))
+        );
+        assert_eq!(
+            native(r#"select(."a b" != "x")"#),
+            cond("a b", Test::Equal(false), Err("x"))
+        );
+        assert_eq!(
+            native("select(.tags | index($tag))"),
+            cond("tags", Test::Index, Ok("tag"))
+        );
+        // Anything else runs through jaq.
+        for code in [
+            "select(.a == .b)",
+            "select(.a == 1)",
+            "select(.a.b == $x)",
+            "select(.a? == $x)",
+            "select((.a // 1) | startswith($x))",
+            "select((.a // null) | index($x))",
+            "select((.a // .b) | index($x))",
+            "select(.a | test($x; $flags))",
+            "select(.a | test($x; \"i\"; \"g\"))",
+            "select(.a | startswith($x, $y))",
+            "select(.a | ascii_downcase | startswith($x))",
+            "select(.a < $x)",
+            "select(.a | length > 3)",
+        ] {
+            assert_eq!(native(code), None, "{code}");
+        }
+    }
+
+    #[test]
+    fn a_condition_says_nothing_where_jq_would_fail_or_it_does_not_evaluate() {
+        let bound = |code: &str| match per_record(code) {
+            Plan::Select {
+                native: Some(native), ..
+            } => native.bind(&["x"], &[jq::string("ab")]).unwrap(),
+            plan => panic!("{code}: {plan:?}"),
+        };
+        let record = |json: &str| jq::parse(json).unwrap();
+        let prefix = bound("select(.a | startswith($x))");
+        assert_eq!(prefix.holds(&record(r#"{"a": "abc"}"#)), Some(true));
+        assert_eq!(prefix.holds(&record(r#"{"a": "b"}"#)), Some(false));
+        assert_eq!(prefix.holds(&record(r#"{"a": 1}"#)), None, "jq's error");
+        assert_eq!(prefix.holds(&record(r#"{}"#)), None, "null: jq's error");
+        assert_eq!(prefix.holds(&record(r#"[1]"#)), None, "not an object");
+        let regex = bound(r#"select(.a | test($x; "i"))"#);
+        assert_eq!(regex.holds(&record(r#"{"a": "xAB"}"#)), Some(true));
+        assert_eq!(regex.holds(&record(r#"{"a": null}"#)), None);
+        let bad_flags = bound(r#"select(.a | test($x; "q"))"#);
+        assert_eq!(bad_flags.holds(&record(r#"{"a": "ab"}"#)), None, "jq's error");
+        let index = bound("select((.a // []) | index($x))");
+        assert_eq!(index.holds(&record(r#"{"a": ["c", "ab"]}"#)), Some(true));
+        assert_eq!(index.holds(&record(r#"{"a": ["abc"]}"#)), Some(false));
+        assert_eq!(index.holds(&record(r#"{"a": false}"#)), Some(false));
+        assert_eq!(index.holds(&record(r#"{"b": 1}"#)), Some(false));
+        assert_eq!(index.holds(&record(r#"{"a": "xab"}"#)), None, "a string's positions");
+        let defaulted = bound(r#"select((.a // "abc") | startswith($x))"#);
+        assert_eq!(defaulted.holds(&record(r#"{"a": false}"#)), Some(true));
+        assert_eq!(defaulted.holds(&record(r#"{"a": "b"}"#)), Some(false));
+        assert_eq!(
+            defaulted.holds(&record(r#"{"a": 0}"#)),
+            None,
+            "0 is not replaced: jq's error"
+        );
+        let equal = bound("select(.a == $x)");
+        assert_eq!(equal.holds(&record(r#"{"a": "ab"}"#)), Some(true));
+        assert_eq!(equal.holds(&record(r#"{"a": ["ab"]}"#)), Some(false));
+        assert_eq!(equal.holds(&record(r#"{}"#)), Some(false));
+        // A variable the filter does not have: its compile error is jq's to give.
+        let Plan::Select {
+            native: Some(unbound), ..
+        } = per_record("select(.a == $y)")
+        else {
+            panic!()
+        };
+        assert!(unbound.bind(&["x"], &[Val::Null]).is_none());
     }
 
     #[test]

@@ -319,6 +319,20 @@ mod tests {
             ".",
             "select(.title | length > 30)",
             "select(.title) # a comment)",
+            // Conditions evaluated in Rust (`plan::Cond`), where jq fails too.
+            r#"select(.namespace | startswith("_semantic"))"#,
+            r#"select(.title | endswith("e"))"#,
+            r#"select(.title | test("^[A-Z].*s$"))"#,
+            r#"select(.title | test("E"; "x"))"#,
+            r#"select(.title | test("e"; "q"))"#,
+            r#"select(.id != "s3b")"#,
+            r#"select("semantic" == .memory_type)"#,
+            r#"select(.tags | index("alpha"))"#,
+            r#"select((.namespace // []) | index("n"))"#,
+            r#"select((.title // []) | index("o"))"#,
+            r#"select((.title // "") | test("E"; "i"))"#,
+            r#"select((.namespace // "_semantic") | startswith("_semantic"))"#,
+            r#"select((.missing // "x") | endswith("x"))"#,
         ];
         // Over the array of every record (`slurp`).
         let slurped = [

@@ -168,36 +168,29 @@ pub(super) fn run_over_lines(
                     }
                 }
             }
-            Plan::Select { cond, keys } => {
+            Plan::Select { cond, keys, native } => {
                 // `select(COND)` outputs the record once for every true output of COND.
                 let cond = Filter::compile(&cond, names)?;
+                let native = native.and_then(|native| native.bind(names, vars));
                 for (i, line) in lines {
                     let record = plan::parse_projected(line, &keys).map_err(|e| corrupt(i, e))?;
-                    let mut whole: Option<Val> = None;
+                    let mut selected = Selected { line, whole: None };
+                    if let Some(holds) = native.as_ref().and_then(|native| native.holds(&record)) {
+                        if holds {
+                            selected.push(&mut out, || parse((i, line)))?;
+                        }
+                        continue;
+                    }
                     let mut bad_line = None;
                     let flow = cond
                         .run(record, vars, &mut |v| {
                             if matches!(v, Val::Null | Val::Bool(false)) {
                                 return true;
                             }
-                            if out.is_full() {
-                                return out.count();
-                            }
-                            // Most lines print as they are written: no need to build the record
-                            // (a string would print differently in raw mode).
-                            if !(out.raw && line.starts_with('"')) && is_jq_canonical(line) {
-                                return out.push_text(line.to_owned());
-                            }
-                            if whole.is_none() {
-                                match parse((i, line)) {
-                                    Ok(v) => whole = Some(v),
-                                    Err(e) => {
-                                        bad_line = Some(e);
-                                        return false;
-                                    }
-                                }
-                            }
-                            out.push(whole.as_ref().expect("parsed above"))
+                            selected.push(&mut out, || parse((i, line))).unwrap_or_else(|e| {
+                                bad_line = Some(e);
+                                false
+                            })
                         })
                         .map_err(|e| failed(e, Some(i)))?;
                     if let Some(e) = bad_line {
@@ -211,6 +204,30 @@ pub(super) fn run_over_lines(
         }
     }
     Ok(out.finish(detail, program))
+}
+
+/// A record line `select` outputs, parsed only if it must be.
+struct Selected<'l> {
+    line: &'l str,
+    whole: Option<Val>,
+}
+
+impl Selected<'_> {
+    /// Outputs the line (once per true output of the condition); false when the output wants
+    /// no more. Most lines print as they are written, with no record built (a string would
+    /// print differently in raw mode); the others are parsed once, by `parse`.
+    fn push(&mut self, out: &mut Output, parse: impl FnOnce() -> Result<Val, Error>) -> Result<bool, Error> {
+        if out.is_full() {
+            return Ok(out.count());
+        }
+        if !(out.raw && self.line.starts_with('"')) && is_jq_canonical(self.line) {
+            return Ok(out.push_text(self.line.to_owned()));
+        }
+        if self.whole.is_none() {
+            self.whole = Some(parse()?);
+        }
+        Ok(out.push(self.whole.as_ref().expect("parsed above")))
+    }
 }
 
 /// `members` sorted, each once: the keys to project.

@@ -98,7 +98,7 @@ fn trim(value: Val, affix: &Val, prefix: bool) -> Val {
 /// `test(re; flags)` on a string: whether `re` matches, as jaq's `matches(re; flags) | any` says,
 /// without building match objects, and with the compiled regex kept for the next input. jaq
 /// compiles the regex again for every call, which cost most of a per-record `test` over a file.
-fn regex_test(input: &Val, re: &Val, flags: &Val) -> Result<bool, jaq_core::Error<Val>> {
+pub(crate) fn regex_test(input: &Val, re: &Val, flags: &Val) -> Result<bool, jaq_core::Error<Val>> {
     use jaq_std::ValT as _;
     let text = input.try_as_utf8_bytes()?;
     let flags = std::str::from_utf8(flags.try_as_utf8_bytes()?).map_err(jaq_core::Error::str)?;

@@ -11,6 +11,7 @@
 mod builtins;
 mod hints;
 mod tabular;
+pub(crate) use builtins::regex_test;
 pub(crate) use tabular::{Tabular, format as tabular};
 mod write;
 
