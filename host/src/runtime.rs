@@ -241,12 +241,8 @@ impl Runtime {
     /// [`Runtime::extract`] does (`extractor.call-tool`).
     pub fn call_tool(&self, config: &Config, arguments: &str) -> Result<ExtractResult, Error> {
         caller_config(config)?;
-        let (config, mount) = prepare_dir(config, false)?;
+        let (config, mount) = read_only_dir(config)?;
         let arguments = arguments.to_owned();
-        let mount = Mount {
-            read_only: true,
-            ..mount
-        };
         self.call(&config, Some(mount), self.filter_limits(), false, |store, lro| {
             lro.lro_component_extractor().call_call_tool(store, &config, &arguments)
         })
@@ -257,11 +253,7 @@ impl Runtime {
     /// limits ([`Options::filter_deadline`], [`Options::filter_memory`]).
     pub fn extract(&self, config: &Config, request: &ExtractRequest) -> Result<ExtractResult, Error> {
         caller_config(config)?;
-        let (config, mount) = prepare_dir(config, false)?;
-        let mount = Mount {
-            read_only: true,
-            ..mount
-        };
+        let (config, mount) = read_only_dir(config)?;
         self.call(&config, Some(mount), self.filter_limits(), false, |store, lro| {
             lro.lro_component_extractor().call_extract(store, &config, request)
         })
@@ -460,6 +452,19 @@ impl Runtime {
         drop(kept);
         drop(dropped);
     }
+}
+
+/// [`prepare_dir`] for the filter calls, which only read: the directory is mounted read-only
+/// whatever its mode.
+fn read_only_dir(config: &Config) -> Result<(Config, Mount), Error> {
+    let (config, mount) = prepare_dir(config, false)?;
+    Ok((
+        config,
+        Mount {
+            read_only: true,
+            ..mount
+        },
+    ))
 }
 
 /// Whether arguments of `bytes` bytes are small enough for a kept instance.
