@@ -406,6 +406,11 @@ impl Runtime {
         limits: Limits,
     ) -> Result<(Store<State>, MemoryOutputPipe), Error> {
         let mut wasi = WasiCtxBuilder::new();
+        // Calls are synchronous: file I/O may block this thread instead of being handed to a
+        // blocking-thread pool and waited for (two context switches per WASI call). Set before
+        // the preopen, which takes the setting when it is added (and passes it on to every
+        // descriptor opened through it).
+        wasi.allow_blocking_current_thread(true);
         if let Some((path, mount)) = dir {
             wasi.preopened_dir(path, path, mount.perms())
                 .map_err(|e| Error::Directory {
@@ -417,9 +422,6 @@ impl Runtime {
         // nowhere, so a host speaking MCP over stdio can never have its stream corrupted.
         let stderr = MemoryOutputPipe::new(64 * 1024);
         wasi.stderr(stderr.clone());
-        // Calls are synchronous: file I/O may block this thread instead of being handed to a
-        // blocking-thread pool and waited for (two context switches per read or write).
-        wasi.allow_blocking_current_thread(true);
         let state = State {
             wasi: wasi.build(),
             table: ResourceTable::new(),
