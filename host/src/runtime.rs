@@ -408,8 +408,8 @@ impl Runtime {
         let mut wasi = WasiCtxBuilder::new();
         // Calls are synchronous: file I/O may block this thread instead of being handed to a
         // blocking-thread pool and waited for (two context switches per WASI call). Set before
-        // the preopen, which takes the setting when it is added (and passes it on to every
-        // descriptor opened through it).
+        // the preopen: the preopened directory takes the setting when it is added (descriptors
+        // opened later take the context's).
         wasi.allow_blocking_current_thread(true);
         if let Some((path, mount)) = dir {
             wasi.preopened_dir(path, path, mount.perms())

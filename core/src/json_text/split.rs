@@ -11,7 +11,8 @@
 //! In the component every function of the pass is compiled with `simd128` (`target_feature`
 //! on each, so the build needs no flag): a function with the feature is never inlined into one
 //! without it, and the SIMD step, called once or twice for each of a record's ~46 strings, cost
-//! a call and its constants each time. Inlined, the pass is 10-20 % faster in the component.
+//! a call and its constants each time. Inlined, an offload in the component takes about a fifth
+//! less time (docs/BENCH-NOTES.md).
 //!
 //! The pass accepts only what serde_json accepts, and finds what `scan` finds; anything it does
 //! not handle itself (invalid JSON, an element that is not an object, an escaped member name at
