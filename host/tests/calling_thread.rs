@@ -14,13 +14,13 @@ fn threads() -> usize {
 
 #[test]
 fn file_operations_are_never_handed_to_a_thread_pool() {
+    let compiled = Runtime::new(Options::default()).expect("the component loads");
     // Fresh instances as well as kept ones: each makes its own preopen.
     for kept_instances in [0, 4] {
-        let runtime = Runtime::new(Options {
+        let runtime = compiled.with_options(Options {
             kept_instances,
             ..Options::default()
-        })
-        .expect("the component loads");
+        });
         let dir = tempfile::tempdir().unwrap();
         let config = Config {
             output_dir: dir.path().to_str().unwrap().to_owned(),
