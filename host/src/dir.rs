@@ -89,9 +89,10 @@ pub(crate) fn absolute_dir(config: &Config) -> Config {
 /// Makes `config.output_dir` (or [`default_output_dir`] when it is empty) an existing, absolute,
 /// canonical directory that only this user can write to; returns the config with that path (so
 /// descriptors carry real host paths) and how to mount it: read-only when its mode has no write
-/// bit at all, so a directory made read-only is honoured even for root. A directory owned by another user, or writable by
-/// group or others, is refused: another local user could read what is offloaded there, or plant
-/// files and links in it (the compiled-component cache is checked the same way).
+/// bit at all, so a directory made read-only is honoured even for root. A directory owned by
+/// another user, or writable by group or others, is refused: another local user could read what
+/// is offloaded there, or plant files and links in it (the compiled-component cache is checked
+/// the same way).
 pub(crate) fn prepare_dir(config: &Config, create: bool) -> Result<(Config, Mount), Error> {
     let given = resolved(&config.output_dir);
     let err = |message: String| Error::Directory {
