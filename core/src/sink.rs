@@ -133,13 +133,21 @@ mod imp {
             keep: &dyn Fn(&str) -> Option<T>,
             sizes: bool,
         ) -> io::Result<Vec<(T, String, u64)>> {
-            // The directory is opened again before it is read, as wasi-libc does: Node's
-            // preview2-shim cannot read a host preopen itself ("bad-descriptor").
-            let dir = self
-                .0
-                .open_at(PathFlags::empty(), ".", OpenFlags::DIRECTORY, DescriptorFlags::READ)
-                .map_err(error)?;
-            let entries = dir.read_directory().map_err(error)?;
+            // The preopen is read directly: each WASI call is a thread hand-off in the hosts
+            // built on wasmtime's C API (Python), so opening it again first, as wasi-libc does,
+            // would cost one more. A host that cannot read a preopen itself (jco's
+            // preview2-shim answers "bad-descriptor") gets it opened again, as wasi-libc would.
+            let reopened;
+            let (dir, entries) = match self.0.read_directory() {
+                Ok(entries) => (&self.0, entries),
+                Err(_) => {
+                    reopened = self
+                        .0
+                        .open_at(PathFlags::empty(), ".", OpenFlags::DIRECTORY, DescriptorFlags::READ)
+                        .map_err(error)?;
+                    (&reopened, reopened.read_directory().map_err(error)?)
+                }
+            };
             let mut files = Vec::new();
             loop {
                 let entry = match entries.read_directory_entry() {
