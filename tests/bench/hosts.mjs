@@ -1,18 +1,21 @@
 // The Node host's figures for `lro bench --only hosts` (cli/src/bench/hosts.rs), which runs this
-// file and reads the JSON it prints: the same calls the Rust host is measured with, on the same
-// sample files, through the `lro-wasm` package (bindings/node, transpiled from the component
-// under test by its `npm run build`) as a Node MCP server would make them, beside the offloader
-// a Node author would otherwise write by hand.
+// file and asks it for rounds of measurements: the same calls the Rust host is measured with, on
+// the same sample files, through the `lro-wasm` package (bindings/node, transpiled from the
+// component under test by its `npm run build`) as a Node MCP server would make them, beside the
+// offloader a Node author would otherwise write by hand.
 //
-//   node tests/bench/hosts.mjs SAMPLES_DIR OUTPUT_DIR REPS_SMALL REPS_LARGE
+//   node tests/bench/hosts.mjs SAMPLES_DIR OUTPUT_DIR
 //
 // SAMPLES_DIR holds `tiny.json` and `records-N.json` (a JSON array of records each); every
-// offload writes into OUTPUT_DIR, emptied between calls outside the timing. Times are medians in
-// seconds.
+// offload writes into OUTPUT_DIR, emptied between calls outside the timing. Each line read from
+// standard input, `{"reps_small": S, "reps_large": L}`, runs one round (every call S times, or L
+// times for more than 500 records, the tiny call 10 × S times) and prints one line of JSON: the
+// round's medians in seconds. The script ends at the end of its input.
 import { randomUUID } from 'node:crypto';
 import { readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
+import { createInterface } from 'node:readline';
 import { Lro } from '../../bindings/node/lro.js';
 
 const THRESHOLD_TOKENS = 1600;
@@ -45,35 +48,42 @@ async function timed(reps, dir, call) {
   return median(samples);
 }
 
-const [samples, out, repsSmall, repsLarge] = process.argv.slice(2);
+const [samples, out] = process.argv.slice(2);
 const lro = new Lro();
 try {
   const config = { output_dir: out, threshold_tokens: THRESHOLD_TOKENS };
-  const figures = { host: 'node', offload: {} };
   const tiny = JSON.parse(readFileSync(join(samples, 'tiny.json'), 'utf8'));
   const request = { operation: 'recall', query: 'caching', detail: 'full', records: tiny };
   if ((await lro.offload(config, request)).kind !== 'inline') throw new Error('the tiny call was not answered inline');
-  figures.tiny = await timed(Number(repsSmall) * 10, out, () => lro.offload(config, request));
-
+  const sizes = [];
   const names = readdirSync(samples).filter((name) => name.startsWith('records-')).sort();
   for (const name of names) {
     const n = Number(name.slice('records-'.length, -'.json'.length));
     const text = readFileSync(join(samples, name), 'utf8');
     const records = JSON.parse(text);
-    const reps = n <= 500 ? Number(repsSmall) : Number(repsLarge);
     const asText = { operation: 'recall', query: 'caching', detail: 'full', records: text };
     const asObjects = { ...asText, records };
     for (const req of [asText, asObjects]) {
       if ((await lro.offload(config, req)).kind !== 'offloaded') throw new Error(`${n} records were not offloaded`);
       empty(out);
     }
-    figures.offload[String(n)] = {
-      text: await timed(reps, out, () => lro.offload(config, asText)),
-      objects: await timed(reps, out, () => lro.offload(config, asObjects)),
-      handwritten: await timed(reps, out, () => handwritten(records, out)),
-    };
+    sizes.push({ n, records, asText, asObjects });
   }
-  console.log(JSON.stringify(figures));
+
+  for await (const line of createInterface({ input: process.stdin })) {
+    const { reps_small: small, reps_large: large } = JSON.parse(line);
+    const figures = { host: 'node', offload: {} };
+    figures.tiny = await timed(small * 10, out, () => lro.offload(config, request));
+    for (const { n, records, asText, asObjects } of sizes) {
+      const count = n <= 500 ? small : large;
+      figures.offload[String(n)] = {
+        text: await timed(count, out, () => lro.offload(config, asText)),
+        objects: await timed(count, out, () => lro.offload(config, asObjects)),
+        handwritten: await timed(count, out, () => handwritten(records, out)),
+      };
+    }
+    console.log(JSON.stringify(figures));
+  }
 } finally {
   lro.close();
 }

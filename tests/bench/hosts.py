@@ -1,13 +1,15 @@
 """The Python host's figures for `lro bench --only hosts` (cli/src/bench/hosts.rs), which runs
-this file and reads the JSON it prints: the same calls the Rust host is measured with, on the
-same sample files, through `lro_wasm` as a Python MCP server would make them, beside the
+this file and asks it for rounds of measurements: the same calls the Rust host is measured with,
+on the same sample files, through `lro_wasm` as a Python MCP server would make them, beside the
 offloader a Python author would otherwise write by hand.
 
-    python tests/bench/hosts.py WASM SAMPLES_DIR OUTPUT_DIR REPS_SMALL REPS_LARGE
+    python tests/bench/hosts.py WASM SAMPLES_DIR OUTPUT_DIR
 
 SAMPLES_DIR holds `tiny.json` and `records-N.json` (a JSON array of records each); every
-offload writes into OUTPUT_DIR, emptied between calls outside the timing. Times are medians in
-seconds.
+offload writes into OUTPUT_DIR, emptied between calls outside the timing. Each line read from
+standard input, `{"reps_small": S, "reps_large": L}`, runs one round (every call S times, or L
+times for more than 500 records, the tiny call 10 × S times) and prints one line of JSON: the
+round's medians in seconds. The script ends at the end of its input.
 """
 
 from __future__ import annotations
@@ -58,19 +60,16 @@ def timed(reps: int, directory: str, call) -> float:
 
 
 def main() -> None:
-    wasm, samples, out, reps_small, reps_large = sys.argv[1:6]
-    reps_small, reps_large = int(reps_small), int(reps_large)
+    wasm, samples, out = sys.argv[1:4]
     lro = Lro(wasm)
     config = lro.config(output_dir=out, threshold_tokens=THRESHOLD_TOKENS)
-    figures: dict = {"host": "python", "offload": {}}
 
     with open(os.path.join(samples, "tiny.json"), encoding="utf-8") as f:
         tiny = json.load(f)
     request = {"operation": "recall", "query": "caching", "detail": "full", "records": tiny}
     if lro.offload(config, request)["kind"] != "inline":
         raise SystemExit("the tiny call was not answered inline")
-    figures["tiny"] = timed(reps_small * 10, out, lambda: lro.offload(config, request))
-
+    sizes = []
     for name in sorted(os.listdir(samples)):
         if not name.startswith("records-"):
             continue
@@ -78,20 +77,27 @@ def main() -> None:
         with open(os.path.join(samples, name), encoding="utf-8") as f:
             text = f.read()
         records = json.loads(text)
-        reps = reps_small if n <= 500 else reps_large
         as_text = {"operation": "recall", "query": "caching", "detail": "full", "records": text}
         as_objects = {**as_text, "records": records}
         for req in (as_text, as_objects):
             if lro.offload(config, req)["kind"] != "offloaded":
                 raise SystemExit(f"{n} records were not offloaded")
             empty(out)
-        figures["offload"][str(n)] = {
-            "text": timed(reps, out, lambda: lro.offload(config, as_text)),
-            "objects": timed(reps, out, lambda: lro.offload(config, as_objects)),
-            "handwritten": timed(reps, out, lambda: handwritten(records, out)),
-        }
-    json.dump(figures, sys.stdout)
-    print()
+        sizes.append((n, records, as_text, as_objects))
+
+    for line in sys.stdin:
+        reps = json.loads(line)
+        small, large = reps["reps_small"], reps["reps_large"]
+        figures: dict = {"host": "python", "offload": {}}
+        figures["tiny"] = timed(small * 10, out, lambda: lro.offload(config, request))
+        for n, records, as_text, as_objects in sizes:
+            count = small if n <= 500 else large
+            figures["offload"][str(n)] = {
+                "text": timed(count, out, lambda: lro.offload(config, as_text)),
+                "objects": timed(count, out, lambda: lro.offload(config, as_objects)),
+                "handwritten": timed(count, out, lambda: handwritten(records, out)),
+            }
+        print(json.dumps(figures), flush=True)
 
 
 if __name__ == "__main__":

@@ -2,15 +2,20 @@
 //! on the same sample files, beside the offloader a Python or Node author would otherwise write
 //! by hand. The Python and Node figures come from `tests/bench/hosts.py` and
 //! `tests/bench/hosts.mjs`, run here as child processes over the component under test (the one
-//! this `lro` embeds); each prints its medians as JSON.
+//! this `lro` embeds). The three hosts take turns, a round each: this machine's speed drifts by
+//! up to 2× within a minute, so hosts measured one after the other would compare the drift,
+//! not the hosts. Each script answers a line of JSON (the round's medians) for each line it
+//! reads.
 
 use std::fmt::Write as _;
+use std::fs::File;
+use std::io::{BufRead, BufReader, Write as _};
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
-use lro_host::{Config, Detail, Outcome, Runtime};
+use lro_host::{Config, Detail, Outcome, Request, Runtime};
 use serde::Deserialize;
 
 use super::{Target, median, ms, records, remove_all_in, request};
@@ -18,7 +23,7 @@ use super::{Target, median, ms, records, remove_all_in, request};
 /// Records in the tiny call: a result well under the threshold, answered inline.
 const TINY: usize = 3;
 
-/// What one binding's script prints.
+/// What one binding's script prints for a round.
 #[derive(Deserialize)]
 struct HostFigures {
     /// seconds: the tiny, inline call
@@ -33,6 +38,19 @@ struct Offload {
     text: f64,
     objects: f64,
     handwritten: f64,
+}
+
+/// The Rust host's round: the tiny call, and records given as JSON text by record count.
+struct RustFigures {
+    tiny: f64,
+    offload: Vec<(usize, f64)>,
+}
+
+/// The three hosts' medians in one round.
+struct Round {
+    rust: RustFigures,
+    python: HostFigures,
+    node: HostFigures,
 }
 
 /// The repository the benchmark runs from (`cargo run` builds `lro` inside it): the bindings,
@@ -60,19 +78,107 @@ fn secs(s: f64) -> Duration {
     Duration::from_secs_f64(s)
 }
 
-/// Runs one binding's script (`command`, set up by the caller), and parses the JSON it prints.
-fn figures(mut command: Command, what: &str) -> anyhow::Result<HostFigures> {
-    let output = command
-        .output()
-        .with_context(|| format!("running the {what} host's benchmark"))?;
-    if !output.status.success() {
-        bail!(
-            "the {what} host's benchmark failed ({}): {}",
-            output.status,
-            String::from_utf8_lossy(&output.stderr).trim()
-        );
+/// The median of `values`.
+fn mid(values: impl Iterator<Item = f64>) -> f64 {
+    let mut values: Vec<f64> = values.collect();
+    values.sort_by(f64::total_cmp);
+    values[values.len() / 2]
+}
+
+/// One binding's script, running: it measures a round each time it is asked.
+struct Script {
+    what: &'static str,
+    child: Child,
+    stdin: Option<ChildStdin>,
+    stdout: BufReader<ChildStdout>,
+    stderr: PathBuf,
+}
+
+impl Script {
+    /// Starts `command` (set up by the caller); its standard error goes to the file `stderr`,
+    /// read back when it fails.
+    fn start(mut command: Command, what: &'static str, stderr: PathBuf) -> anyhow::Result<Self> {
+        let log = File::create(&stderr).with_context(|| format!("creating {}", stderr.display()))?;
+        let mut child = command
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(log)
+            .spawn()
+            .with_context(|| format!("starting the {what} host's benchmark"))?;
+        let stdin = child.stdin.take();
+        let stdout = BufReader::new(child.stdout.take().context("the script's standard output")?);
+        Ok(Self {
+            what,
+            child,
+            stdin,
+            stdout,
+            stderr,
+        })
     }
-    serde_json::from_slice(&output.stdout).with_context(|| format!("reading the {what} host's figures"))
+
+    /// Runs one round and reads its medians.
+    fn round(&mut self, reps_small: usize, reps_large: usize) -> anyhow::Result<HostFigures> {
+        let what = self.what;
+        let mut line = String::new();
+        let answered = match self.stdin.as_mut() {
+            Some(stdin) => writeln!(stdin, "{{\"reps_small\": {reps_small}, \"reps_large\": {reps_large}}}")
+                .and_then(|()| stdin.flush())
+                .and_then(|()| self.stdout.read_line(&mut line))
+                .is_ok_and(|n| n > 0),
+            None => false,
+        };
+        if !answered {
+            drop(self.stdin.take());
+            let status = self
+                .child
+                .wait()
+                .with_context(|| format!("waiting for the {what} host's benchmark"))?;
+            let stderr = std::fs::read_to_string(&self.stderr).unwrap_or_default();
+            bail!("the {what} host's benchmark failed ({status}): {}", stderr.trim());
+        }
+        serde_json::from_str(&line).with_context(|| format!("reading the {what} host's figures: {line}"))
+    }
+}
+
+impl Drop for Script {
+    fn drop(&mut self) {
+        // The end of its input ends the script.
+        drop(self.stdin.take());
+        let _ = self.child.wait();
+    }
+}
+
+/// The Rust host's round, on the same calls the scripts make.
+fn rust_round(
+    runtime: &Runtime,
+    config: &Config,
+    tiny: &Request,
+    calls: &[(usize, Request)],
+    work: &Path,
+    (reps_small, reps_large): (usize, usize),
+) -> anyhow::Result<RustFigures> {
+    let mut samples = Vec::new();
+    for _ in 0..reps_small * 10 {
+        let start = Instant::now();
+        runtime.offload(config, tiny)?;
+        samples.push(start.elapsed());
+    }
+    let tiny = median(samples).as_secs_f64();
+    let mut offload = Vec::new();
+    for (n, req) in calls {
+        let mut samples = Vec::new();
+        for _ in 0..if *n <= 500 { reps_small } else { reps_large } {
+            let start = Instant::now();
+            let outcome = runtime.offload(config, req)?;
+            samples.push(start.elapsed());
+            if !matches!(outcome, Outcome::Offloaded(_)) {
+                bail!("{n} records were not offloaded");
+            }
+            remove_all_in(work)?;
+        }
+        offload.push((*n, median(samples).as_secs_f64()));
+    }
+    Ok(RustFigures { tiny, offload })
 }
 
 /// Runs the section. `dir` receives the sample files and the component; `runtime` and `config`
@@ -90,52 +196,34 @@ pub fn section(
     let samples = dir.join("host-samples");
     std::fs::create_dir_all(&samples)?;
     let sizes: &[usize] = if quick { &[500] } else { &[500, 50_000] };
-    let (reps_small, reps_large) = if quick { (5, 2) } else { (100, 5) };
+    let (rounds, reps) = if quick { (2, (3, 1)) } else { (7, (15, 1)) };
 
-    // The Rust host, on the same files the scripts read.
+    // The same files for every host.
     let tiny = records(Detail::Full, TINY);
     std::fs::write(samples.join("tiny.json"), &tiny)?;
     let tiny_req = request(Detail::Full, &tiny);
     if !matches!(runtime.offload(config, &tiny_req)?, Outcome::Inline(_)) {
         bail!("the tiny call was not answered inline");
     }
-    let mut tiny_samples = Vec::new();
-    for _ in 0..reps_small * 10 {
-        let start = Instant::now();
-        runtime.offload(config, &tiny_req)?;
-        tiny_samples.push(start.elapsed());
-    }
-    let rust_tiny = median(tiny_samples);
-    let mut rust = Vec::new();
+    let mut calls = Vec::new();
+    let mut sizes_bytes = Vec::new();
     for &n in sizes {
         let input = records(Detail::Full, n);
         std::fs::write(samples.join(format!("records-{n}.json")), &input)?;
-        let req = request(Detail::Full, &input);
-        let mut samples = Vec::new();
-        for _ in 0..if n <= 500 { reps_small } else { reps_large } {
-            let start = Instant::now();
-            let outcome = runtime.offload(config, &req)?;
-            samples.push(start.elapsed());
-            if !matches!(outcome, Outcome::Offloaded(_)) {
-                bail!("{n} records were not offloaded");
-            }
-            remove_all_in(&work)?;
-        }
-        rust.push((n, median(samples), input.len()));
+        sizes_bytes.push((n, input.len()));
+        calls.push((n, request(Detail::Full, &input)));
     }
 
     // The bindings, over the component this `lro` embeds.
     let wasm = dir.join("lro.wasm");
     std::fs::write(&wasm, lro_host::COMPONENT)?;
-    let reps = [reps_small.to_string(), reps_large.to_string()];
     let mut python = Command::new(root.join(".venv/bin/python"));
     python
         .arg(root.join("tests/bench/hosts.py"))
         .arg(&wasm)
         .args([&samples, &work])
-        .args(&reps)
         .env("PYTHONPATH", root.join("bindings/python"));
-    let python = figures(python, "Python")?;
+    let mut python = Script::start(python, "Python", dir.join("python.stderr"))?;
     let build = Command::new("npm")
         .args(["run", "--silent", "build"])
         .current_dir(root.join("bindings/node"))
@@ -149,11 +237,26 @@ pub fn section(
         );
     }
     let mut node = Command::new("node");
-    node.arg(root.join("tests/bench/hosts.mjs"))
-        .args([&samples, &work])
-        .args(&reps);
-    let node = figures(node, "Node")?;
+    node.arg(root.join("tests/bench/hosts.mjs")).args([&samples, &work]);
+    let mut node = Script::start(node, "Node", dir.join("node.stderr"))?;
 
+    // A first round warms every host up and is not counted: V8 compiles the component's hot
+    // functions optimised only after some calls, and each host's kept instance grows its memory.
+    let mut measured = Vec::new();
+    for round in 0..=rounds {
+        let rust = rust_round(runtime, config, &tiny_req, &calls, &work, reps)?;
+        let (python, node) = (python.round(reps.0, reps.1)?, node.round(reps.0, reps.1)?);
+        if round > 0 {
+            measured.push(Round { rust, python, node });
+        }
+    }
+    drop((python, node));
+
+    let larger = match (sizes.iter().any(|&n| n > 500), reps.1) {
+        (false, _) => String::new(),
+        (true, 1) => ", each larger call once".to_owned(),
+        (true, n) => format!(", each larger call {n} times"),
+    };
     writeln!(
         out,
         "\n## Hosts\n\nThe same `offload` calls in the three hosts, on the same files of full-detail \
@@ -164,58 +267,68 @@ pub fn section(
          JSON text, or as the language's own objects (dicts, JS objects), which the binding \
          serialises. *Hand-written*: what an author would otherwise write in that language, one \
          `json.dumps` / `JSON.stringify` per record, a token estimate and one file write. The \
-         tiny call offloads {TINY} records, which come back inline.\n"
+         tiny call offloads {TINY} records, which come back inline.\n\n\
+         The hosts take turns: {rounds} rounds, after a warm-up round that is not counted; in each \
+         round the Rust host, then Python, then Node make each call of at most 500 records {} \
+         times{larger}, and the tiny call {} times. Times are the median of the rounds' medians; \
+         each ratio in the targets is taken within a round, and the median of those is reported, \
+         so a drift of the machine's speed between rounds does not enter it.\n",
+        reps.0,
+        reps.0 * 10
     )?;
     writeln!(
         out,
         "| call | Rust host | Python host | Node host | hand-written Python | hand-written Node |\n\
          |---|---:|---:|---:|---:|---:|"
     )?;
+    let each = |f: &dyn Fn(&Round) -> f64| mid(measured.iter().map(f));
     writeln!(
         out,
         "| a tiny call (inline result) | {} | {} | {} | – | – |",
-        ms(rust_tiny),
-        ms(secs(python.tiny)),
-        ms(secs(node.tiny))
+        ms(secs(each(&|r| r.rust.tiny))),
+        ms(secs(each(&|r| r.python.tiny))),
+        ms(secs(each(&|r| r.node.tiny)))
     )?;
-    for &(n, rust_time, bytes) in &rust {
+    for (i, &(n, bytes)) in sizes_bytes.iter().enumerate() {
         let key = n.to_string();
-        let (Some(py), Some(js)) = (python.offload.get(&key), node.offload.get(&key)) else {
-            bail!("a host's script gave no figures for {n} records");
-        };
+        for r in &measured {
+            if !r.python.offload.contains_key(&key) || !r.node.offload.contains_key(&key) {
+                bail!("a host's script gave no figures for {n} records");
+            }
+        }
+        let rust = |r: &Round| r.rust.offload[i].1;
         let size = format!("{:.1} MB", bytes as f64 / 1e6);
         writeln!(
             out,
             "| offload {n} records ({size}) as JSON text | {} | {} | {} | – | – |",
-            ms(rust_time),
-            ms(secs(py.text)),
-            ms(secs(js.text))
+            ms(secs(each(&rust))),
+            ms(secs(each(&|r| r.python.offload[&key].text))),
+            ms(secs(each(&|r| r.node.offload[&key].text)))
         )?;
         writeln!(
             out,
             "| offload {n} records ({size}) as objects | – | {} | {} | {} | {} |",
-            ms(secs(py.objects)),
-            ms(secs(js.objects)),
-            ms(secs(py.handwritten)),
-            ms(secs(js.handwritten))
+            ms(secs(each(&|r| r.python.offload[&key].objects))),
+            ms(secs(each(&|r| r.node.offload[&key].objects))),
+            ms(secs(each(&|r| r.python.offload[&key].handwritten))),
+            ms(secs(each(&|r| r.node.offload[&key].handwritten)))
         )?;
-        let rust_s = rust_time.as_secs_f64();
         if n == 500 {
-            let ratio = js.objects.min(js.text) / rust_s;
+            let ratio = each(&|r| r.node.offload[&key].objects.min(r.node.offload[&key].text) / rust(r));
             targets.push(Target {
                 what: "Node host: offload of 500 records / Rust host".into(),
                 figure: format!("{ratio:.2}× (target ≤ 2×)"),
                 met: ratio <= 2.0,
             });
         }
-        let ratio = py.text / rust_s;
+        let ratio = each(&|r| r.python.offload[&key].text / rust(r));
         targets.push(Target {
             what: format!("Python host: offload of {n} records given as JSON text / Rust host"),
             figure: format!("{ratio:.2}× (target ≤ 1.5×)"),
             met: ratio <= 1.5,
         });
         if n == 50_000 {
-            let ratio = py.handwritten / py.objects;
+            let ratio = each(&|r| r.python.offload[&key].handwritten / r.python.offload[&key].objects);
             targets.push(Target {
                 what: "Python host: hand-written offloader / lro, 50,000 records given as objects".into(),
                 figure: format!("{ratio:.2}× faster (target ≥ 3×)"),
@@ -223,17 +336,54 @@ pub fn section(
             });
         }
     }
+    let (python_tiny, node_tiny) = (each(&|r| r.python.tiny), each(&|r| r.node.tiny));
     targets.push(Target {
         what: "Python host: a tiny call".into(),
-        figure: format!("{} (target ≤ 0.2 ms)", ms(secs(python.tiny))),
-        met: python.tiny <= 0.2e-3,
+        figure: format!("{} (target ≤ 0.2 ms)", ms(secs(python_tiny))),
+        met: python_tiny <= 0.2e-3,
     });
     targets.push(Target {
         what: "Node host: a tiny call".into(),
-        figure: format!("{} (target ≤ 0.3 ms)", ms(secs(node.tiny))),
-        met: node.tiny <= 0.3e-3,
+        figure: format!("{} (target ≤ 0.3 ms)", ms(secs(node_tiny))),
+        met: node_tiny <= 0.3e-3,
     });
     std::fs::remove_dir_all(&samples)?;
     remove_all_in(&work)?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_script_answers_a_line_for_each_round() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut command = Command::new("sh");
+        command.args([
+            "-c",
+            r#"while read line; do echo '{"tiny": 0.5, "offload": {"500": {"text": 1, "objects": 2, "handwritten": 3}}}'; done"#,
+        ]);
+        let mut script = Script::start(command, "Python", dir.path().join("stderr")).unwrap();
+        for _ in 0..2 {
+            let figures = script.round(3, 1).unwrap();
+            assert_eq!(figures.tiny, 0.5);
+            assert_eq!(figures.offload["500"].objects, 2.0);
+        }
+    }
+
+    #[test]
+    fn a_script_that_fails_is_reported_with_its_error_output() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut command = Command::new("sh");
+        command.args(["-c", "read line; echo 'No module named lro_wasm' >&2; exit 3"]);
+        let mut script = Script::start(command, "Python", dir.path().join("stderr")).unwrap();
+        let Err(error) = script.round(3, 1) else {
+            panic!("a failed script gave figures");
+        };
+        assert_eq!(
+            error.to_string(),
+            "the Python host's benchmark failed (exit status: 3): No module named lro_wasm"
+        );
+    }
 }
