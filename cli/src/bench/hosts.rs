@@ -3,8 +3,8 @@
 //! by hand. The Python and Node figures come from `tests/bench/hosts.py` and
 //! `tests/bench/hosts.mjs`, run here as child processes over the component under test (the one
 //! this `lro` embeds). The three hosts take turns, a round each: this machine's speed drifts by
-//! up to 2× within a minute, so hosts measured one after the other would compare the drift,
-//! not the hosts. Each script answers a line of JSON (the round's medians) for each line it
+//! up to 1.8× within a minute (docs/BENCH-NOTES.md), so hosts measured one after the other
+//! would compare the drift, not the hosts. Each script answers a line of JSON (the round's medians) for each line it
 //! reads.
 
 use std::fmt::Write as _;
