@@ -3,6 +3,8 @@
 //! `LRO_PERF_MAP=1 perf record target/release/examples/profile_component GUEST.wasm DIR FILE RECIPE [REPS]`.
 //! With `offload` for RECIPE, FILE is a JSON array of full-detail records (`lro sample`) to offload.
 //! `LRO_KEPT_INSTANCES=0` gives every call a fresh instance (`Options::kept_instances`).
+//! `LRO_MACHINE=1` runs the same extraction as machine code (`lro_core::extractor::extract`)
+//! instead, so the two profiles can be set side by side function by function.
 //!
 //! ```sh
 //! CARGO_PROFILE_RELEASE_STRIP=false cargo build -p lro-guest --target wasm32-wasip2 --release \
@@ -63,8 +65,29 @@ fn main() -> Result<()> {
         limit: Some(u32::MAX),
     };
     let start = std::time::Instant::now();
-    for _ in 0..reps {
-        runtime.extract(&config, &request)?;
+    if std::env::var_os("LRO_MACHINE").is_some() {
+        let machine = lro_core::Config {
+            output_dir: config.output_dir.clone(),
+            ..lro_core::Config::default()
+        };
+        let request = lro_core::extractor::ExtractRequest {
+            path: &request.path,
+            recipe: request.recipe,
+            query: None,
+            params: None,
+            slurp: false,
+            limit: request.limit,
+        };
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)?
+            .as_millis() as u64;
+        for _ in 0..reps {
+            lro_core::extractor::extract(&machine, &request, now)?;
+        }
+    } else {
+        for _ in 0..reps {
+            runtime.extract(&config, &request)?;
+        }
     }
     eprintln!("{:?} per extraction", start.elapsed() / reps);
     Ok(())

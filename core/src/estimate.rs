@@ -18,7 +18,7 @@ impl Counts {
     pub fn of(text: &str) -> Self {
         // ASCII is never CJK and every CJK scalar is 3 or 4 bytes in UTF-8, so a byte-level pass
         // over ASCII-only text is exact and avoids decoding.
-        if text.is_ascii() {
+        if crate::json_text::is_ascii(text.as_bytes()) {
             return Counts {
                 other: text.len() as u64,
                 cjk: 0,

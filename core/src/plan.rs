@@ -583,6 +583,7 @@ fn pattern_need(pattern: &Pattern<&str>) -> Need {
 
 /// Parses a record line, keeping only the `keys` members when it is an object (any other value
 /// whole). Members left out are skipped, not validated.
+#[cfg_attr(target_arch = "wasm32", target_feature(enable = "simd128"))]
 pub fn parse_projected(line: &str, keys: &[String]) -> Result<Val, String> {
     let mut members: Vec<(Val, Val)> = Vec::with_capacity(keys.len());
     let object = walk_members(line, |name, text| {
@@ -602,6 +603,7 @@ pub fn parse_projected(line: &str, keys: &[String]) -> Result<Val, String> {
 /// the record has no such member; the last value when it has several, as parsing keeps), or
 /// `None` when the line is not an object or has an escaped member name. Checks the line as
 /// [`parse_projected`] does, with the same errors.
+#[cfg_attr(target_arch = "wasm32", target_feature(enable = "simd128"))]
 pub fn member_texts<'l>(line: &'l str, members: &[String]) -> Result<Option<Vec<Option<Cow<'l, str>>>>, String> {
     let mut texts: Vec<Option<Cow<'l, str>>> = vec![None; members.len()];
     let object = walk_members(line, |name, text| {
@@ -629,6 +631,7 @@ pub fn member_texts<'l>(line: &'l str, members: &[String]) -> Result<Option<Vec<
 /// line's structure around them (the values themselves are skipped, not validated). False when
 /// the line is not an object, or at an escaped member name: the caller then drops what it was
 /// given and parses the line whole.
+#[cfg_attr(target_arch = "wasm32", target_feature(enable = "simd128"))]
 fn walk_members<'l>(
     line: &'l str,
     mut member: impl FnMut(&'l str, &'l str) -> Result<(), String>,
@@ -650,7 +653,8 @@ fn walk_members<'l>(
             }
             let end = skip_string(b, i).ok_or_else(|| at(i, "unterminated string"))?;
             let name = &line[i + 1..end - 1];
-            if name.contains('\\') {
+            // Names are short: a byte loop, not a search set up for long texts.
+            if name.bytes().any(|c| c == b'\\') {
                 // An escaped member name: rare enough to take the general path.
                 return Ok(false);
             }

@@ -258,6 +258,24 @@ mod tests {
         );
     }
 
+    #[test]
+    fn a_file_that_is_not_utf8_is_named_so() {
+        let dir = tempfile::tempdir().unwrap();
+        let name = format!("atlatl-recall-{}.jsonl", ulid::Ulid::generate());
+        let header = r#"{"type":"lro_header","operation":"recall","count":1,"timestamp":"2999-01-01T00:00:00.000Z","detail":"full"}"#;
+        let mut bytes = format!("{header}\n{{\"title\":\"caf").into_bytes();
+        bytes.extend_from_slice(b"\xe9\"}\n");
+        std::fs::write(dir.path().join(&name), bytes).unwrap();
+        let path = format!("{}/{name}", dir.path().to_str().unwrap());
+        let request = ExtractRequest {
+            path: &path,
+            query: Some(".title"),
+            ..Default::default()
+        };
+        let err = extract(&config(dir.path()), &request, 0).unwrap_err();
+        assert_eq!(err.to_string(), format!("not an LRO file: {path}: not UTF-8 text"));
+    }
+
     /// Extraction parses only what a filter reads (see `plan`); `query` parses every value whole.
     /// Over the same records they must agree on every value, error and count.
     #[test]
@@ -291,6 +309,8 @@ mod tests {
             format!("{clean}\n{odd_title}"),
             format!("{clean}\n[1, \"two\"]"),
             format!("{clean}\n{}", unusual.join("\n")),
+            // Lines ended as on Windows, and blank lines between them.
+            clean.replace('\n', "\r\n \n"),
         ];
         let filters = [
             "[.title, .namespace] | @tsv",

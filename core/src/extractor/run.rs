@@ -7,7 +7,7 @@ use super::Extracted;
 use super::hint::with_hint;
 use super::output::Output;
 use crate::jq::{self, Filter, Flow};
-use crate::json_text::is_jq_canonical;
+use crate::json_text::{self, is_jq_canonical};
 use crate::plan::{self, Plan, Slurp};
 use crate::{Detail, Error};
 
@@ -29,7 +29,7 @@ pub(super) fn run_over_lines(
     program: &str,
 ) -> Result<Extracted, Error> {
     let mut out = Output::new(raw, limit);
-    let lines = body.lines().enumerate().filter(|(_, l)| !l.trim().is_empty());
+    let lines = json_text::lines(body).enumerate().filter(|(_, l)| !l.trim().is_empty());
     let corrupt = |i: usize, e: String| Error::Corrupt(format!("line {} is not a valid record: {e}", i + 2));
     let parse = |(i, line): (usize, &str)| jq::parse(line).map_err(|e| corrupt(i, e));
     let failed = |e: String, at: Option<usize>| {

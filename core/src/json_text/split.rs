@@ -4,7 +4,7 @@
 //! Before, an offload read every byte three times (serde_json's validating split into
 //! `RawValue`s, then `scan` of each record, then the token estimate's character count), and
 //! the string bodies that make up most of a record were walked by three different loops. Here
-//! string bodies are skipped sixteen bytes a step ([`vector_run`]: SSE2 in machine code,
+//! string bodies are skipped sixteen bytes a step ([`plain_run`]: SSE2 in machine code,
 //! WebAssembly SIMD in the component), stopping only at a quote, a backslash, a control
 //! character or, until the first one is found, a non-ASCII byte.
 //!
@@ -20,6 +20,7 @@
 //! validating parser's path, which also words the error. So the fast pass never decides what
 //! is an error; it only makes the common case fast.
 
+use super::bytes::plain_run;
 use super::{Scan, is_compact_number};
 
 /// One element of the array, as [`split_array`] found it.
@@ -35,9 +36,6 @@ pub struct Element<'a> {
 
 /// Nesting past this (counting the array) is left to serde_json, whose limit (128) words the error.
 const DEEPEST: usize = 100;
-
-const ONES: u64 = 0x0101_0101_0101_0101;
-const HIGH: u64 = 0x8080_8080_8080_8080;
 
 /// The elements of `text`, a JSON array of objects, or `None` when the text is anything else or
 /// anything this pass leaves to the validating parser (see the module's documentation).
@@ -307,121 +305,6 @@ impl<'a> Pass<'a> {
             }
         }
     }
-}
-
-/// The index of the first `"` or `\\` at or after `from`: where a string's body is interrupted.
-/// A SIMD search: `memchr` has none for WebAssembly in a build without `simd128`.
-#[cfg_attr(target_arch = "wasm32", target_feature(enable = "simd128"))]
-pub fn quote_or_backslash(b: &[u8], from: usize) -> Option<usize> {
-    let mut i = from;
-    loop {
-        i = plain_run(b, i, false);
-        match *b.get(i)? {
-            b'"' | b'\\' => return Some(i),
-            _ => i += 1,
-        }
-    }
-}
-
-/// The index of the first byte at or after `i` that a string's scan must look at: a quote, a
-/// backslash, a control character, or when `ascii` a byte of a non-ASCII character; at the end,
-/// any index of the last few bytes (the caller looks at those one by one).
-#[cfg_attr(target_arch = "wasm32", target_feature(enable = "simd128"))]
-fn plain_run(b: &[u8], i: usize, ascii: bool) -> usize {
-    let i = vector_run(b, i, ascii);
-    word_run(b, i, ascii)
-}
-
-/// [`plain_run`] eight bytes a step.
-#[cfg_attr(target_arch = "wasm32", target_feature(enable = "simd128"))]
-fn word_run(b: &[u8], mut i: usize, ascii: bool) -> usize {
-    while let Some(chunk) = b.get(i..i + 8) {
-        let word = u64::from_le_bytes(chunk.try_into().expect("eight bytes"));
-        let stops = zero_bytes(word ^ (ONES * u64::from(b'"')))
-            | zero_bytes(word ^ (ONES * u64::from(b'\\')))
-            | (word.wrapping_sub(ONES * 0x20) & !word & HIGH)
-            | if ascii { word & HIGH } else { 0 };
-        if stops != 0 {
-            // The lowest flagged byte is a true one (borrows only flag bytes above it).
-            return i + (stops.trailing_zeros() / 8) as usize;
-        }
-        i += 8;
-    }
-    i
-}
-
-/// The high bit of every byte of `word` that is zero (and of some bytes above one that is).
-fn zero_bytes(word: u64) -> u64 {
-    word.wrapping_sub(ONES) & !word & HIGH
-}
-
-/// [`plain_run`] sixteen bytes a step with SSE2, which every x86-64 processor has.
-#[cfg(target_arch = "x86_64")]
-fn vector_run(b: &[u8], i: usize, ascii: bool) -> usize {
-    #[target_feature(enable = "sse2")]
-    fn run(b: &[u8], mut i: usize, ascii: bool) -> usize {
-        use std::arch::x86_64::*;
-        let quote = _mm_set1_epi8(b'"' as i8);
-        let backslash = _mm_set1_epi8(b'\\' as i8);
-        let below_space = _mm_set1_epi8(0x1f);
-        let zero = _mm_setzero_si128();
-        while let Some(chunk) = b.get(i..i + 16) {
-            // SAFETY: `chunk` is 16 readable bytes; the load has no alignment requirement.
-            #[allow(unsafe_code, reason = "an unaligned load of a checked 16-byte slice")]
-            let v = unsafe { _mm_loadu_si128(chunk.as_ptr().cast()) };
-            let mut stops = _mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, backslash));
-            // Unsigned v <= 0x1f: the smaller of the two is v itself.
-            stops = _mm_or_si128(stops, _mm_cmpeq_epi8(_mm_min_epu8(v, below_space), v));
-            if ascii {
-                stops = _mm_or_si128(stops, _mm_cmplt_epi8(v, zero));
-            }
-            let mask = _mm_movemask_epi8(stops);
-            if mask != 0 {
-                return i + mask.trailing_zeros() as usize;
-            }
-            i += 16;
-        }
-        i
-    }
-    // SAFETY: SSE2 is part of the x86-64 baseline, so every processor this runs on has it.
-    #[allow(unsafe_code, reason = "calling a function that needs SSE2, which x86-64 always has")]
-    unsafe {
-        run(b, i, ascii)
-    }
-}
-
-/// [`plain_run`] sixteen bytes a step with WebAssembly's SIMD, which every runtime lro runs on
-/// (wasmtime, V8) enables by default.
-#[cfg(target_arch = "wasm32")]
-fn vector_run(b: &[u8], i: usize, ascii: bool) -> usize {
-    #[target_feature(enable = "simd128")]
-    fn run(b: &[u8], mut i: usize, ascii: bool) -> usize {
-        use std::arch::wasm32::*;
-        let quote = u8x16_splat(b'"');
-        let backslash = u8x16_splat(b'\\');
-        let space = u8x16_splat(0x20);
-        let high = u8x16_splat(0x80);
-        while let Some(chunk) = b.get(i..i + 16) {
-            // SAFETY: `chunk` is 16 readable bytes; v128.load has no alignment requirement.
-            #[allow(unsafe_code, reason = "an unaligned load of a checked 16-byte slice")]
-            let v = unsafe { v128_load(chunk.as_ptr().cast()) };
-            let mut stops = v128_or(v128_or(u8x16_eq(v, quote), u8x16_eq(v, backslash)), u8x16_lt(v, space));
-            if ascii {
-                stops = v128_or(stops, u8x16_ge(v, high));
-            }
-            if v128_any_true(stops) {
-                return i + u8x16_bitmask(stops).trailing_zeros() as usize;
-            }
-            i += 16;
-        }
-        i
-    }
-    run(b, i, ascii)
-}
-
-#[cfg(not(any(target_arch = "x86_64", target_arch = "wasm32")))]
-fn vector_run(_: &[u8], i: usize, _: bool) -> usize {
-    i
 }
 
 #[cfg(test)]
