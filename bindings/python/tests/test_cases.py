@@ -230,7 +230,8 @@ def snapshot(dir):
     for entry in os.scandir(dir):
         content = None
         if entry.is_file(follow_symlinks=False):
-            with open(entry.path, encoding="utf-8") as f:
+            # newline="": the content as written, line endings included.
+            with open(entry.path, encoding="utf-8", newline="") as f:
                 content = f.read()
         entries.append((normalise_str(entry.name, dir), normalise(content, dir)))
     entries.sort(key=lambda e: (e[0], compact(e[1])))
@@ -246,7 +247,7 @@ def run_case(lro, case):
     try:
         for name, content in (setup.get("files") or {}).items():
             text = substitute(content, dir)
-            with open(f"{dir}/{name}", "w", encoding="utf-8") as f:
+            with open(f"{dir}/{name}", "w", encoding="utf-8", newline="") as f:
                 f.write(text)
         for name, target in (setup.get("symlinks") or {}).items():
             os.symlink(substitute(target, dir), f"{dir}/{name}")

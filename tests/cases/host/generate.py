@@ -313,6 +313,32 @@ def main():
             }
         },
     )
+    # Records written as jq would not print them, in lines a file could hold: CRLF endings, blank
+    # lines, non-ASCII text, a raw DEL, escapes, spaces, repeated members, strings longer than
+    # the scanners' 16-byte steps. `select` outputs a line as it is only when jq would print it
+    # so; each output here was checked against jq 1.6.
+    forms = [
+        r'{"id":"a1","namespace":"_semantic/x","title":"caf\u00e9 \/ plain ascii text that runs past sixteen bytes","n":1}',
+        r'{"id":"a2","namespace":"_semantic/y","title":"naïve 日本語 ünïcödé text, long enough to cross chunks","n":2.50}',
+        r'{"id":"a3","namespace":"_episodic/z","title":"del \u007f raw ' + "\x7f" + r' and tab \t and quote \" end","n":-0}',
+        r'{"id":"a4", "namespace": "_semantic/spaced", "title": "spaces around", "n": 1e2}',
+        r'{"id":"a5","namespace":"_semantic/dup","title":"first","title":"second","n":3}',
+        r'{"id":"a6","namespace":"_semantic/ok","title":"canonical \u001f line with escapes \\ \n","n":12345678901234567890}',
+    ]
+    case(
+        "extract-line-forms",
+        "record lines in every form a file may hold them: each printed as jq prints it",
+        [
+            extract(query='select(.namespace | startswith("_semantic"))'),
+            extract(query="select(.n >= 1) | .id"),
+            extract(query='select(.title | test("PLAIN|Quote"; "i")) | .id'),
+            extract(query="{id, title}"),
+            extract(query="[.id, .title] | @tsv"),
+            extract(query="length", slurp=True),
+        ],
+        config={"ttl_seconds": CENTURY},
+        setup={"files": {f"atlatl-recall-{ULID_A}.jsonl": header(len(forms), detail="full") + "\r\n" + "\r\n\r\n".join(forms) + "\r\n"}},
+    )
     case(
         "extract-sandbox",
         "paths outside the offload directory are refused, whatever the disguise; nothing outside is read",
