@@ -101,7 +101,12 @@ fn request(detail: Detail, records: &str) -> Request {
 
 fn remove_all_in(dir: &Path) -> anyhow::Result<()> {
     for entry in std::fs::read_dir(dir)? {
-        std::fs::remove_file(entry?.path())?;
+        let entry = entry?;
+        if entry.file_type()?.is_dir() {
+            std::fs::remove_dir_all(entry.path())?;
+        } else {
+            std::fs::remove_file(entry.path())?;
+        }
     }
     Ok(())
 }

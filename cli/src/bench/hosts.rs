@@ -217,11 +217,22 @@ pub fn section(
     // The bindings, over the component this `lro` embeds.
     let wasm = dir.join("lro.wasm");
     std::fs::write(&wasm, lro_host::COMPONENT)?;
+    // A directory of its own for each script: their start-up checks run at the same time, and
+    // each empties its directory after every call (one deleting the other's file while it was
+    // being written made that offload fall back, and the bench fail).
+    let own_dir = |name: &str| -> anyhow::Result<PathBuf> {
+        let path = work.join(name);
+        std::fs::create_dir_all(&path)?;
+        #[cfg(unix)]
+        std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o700))?;
+        Ok(path)
+    };
+    let (python_dir, node_dir) = (own_dir("python")?, own_dir("node")?);
     let mut python = Command::new(root.join(".venv/bin/python"));
     python
         .arg(root.join("tests/bench/hosts.py"))
         .arg(&wasm)
-        .args([&samples, &work])
+        .args([&samples, &python_dir])
         .env("PYTHONPATH", root.join("bindings/python"));
     let mut python = Script::start(python, "Python", dir.join("python.stderr"))?;
     let build = Command::new("npm")
@@ -237,7 +248,7 @@ pub fn section(
         );
     }
     let mut node = Command::new("node");
-    node.arg(root.join("tests/bench/hosts.mjs")).args([&samples, &work]);
+    node.arg(root.join("tests/bench/hosts.mjs")).args([&samples, &node_dir]);
     let mut node = Script::start(node, "Node", dir.join("node.stderr"))?;
 
     // A first round warms every host up and is not counted: V8 compiles the component's hot
