@@ -1,7 +1,9 @@
 //! Runs one extraction (or offload) in a given component many times, for `perf record` with
 //! function names: build the guest without stripping its name section, then
 //! `LRO_PERF_MAP=1 perf record target/release/examples/profile_component GUEST.wasm DIR FILE RECIPE [REPS]`.
-//! With `offload` for RECIPE, FILE is a JSON array of full-detail records (`lro sample`) to offload.
+//! With `offload` for RECIPE, FILE is a JSON array of full-detail records (`lro sample`) to offload;
+//! with `estimate`, FILE's text is passed to `interceptor.estimate`, which measures what carrying
+//! a large argument into a fresh instance costs (compare `estimate` in the Python binding).
 //! `LRO_KEPT_INSTANCES=0` gives every call a fresh instance (`Options::kept_instances`).
 //! `LRO_MACHINE=1` runs the same extraction as machine code (`lro_core::extractor::extract`)
 //! instead, so the two profiles can be set side by side function by function.
@@ -39,6 +41,15 @@ fn main() -> Result<()> {
         output_dir: dir.clone(),
         ..runtime.defaults()?
     };
+    if recipe == "estimate" {
+        let text = std::fs::read_to_string(file).with_context(|| format!("reading {file}"))?;
+        let start = std::time::Instant::now();
+        for _ in 0..reps {
+            runtime.estimate(&text)?;
+        }
+        eprintln!("{:?} per estimate", start.elapsed() / reps);
+        return Ok(());
+    }
     if recipe == "offload" {
         let request = Request {
             operation: Operation::Recall,
