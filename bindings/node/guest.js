@@ -97,7 +97,7 @@ export function openGuest({ glue, shapes, modules, dir, readOnly }) {
           failure ??= error;
           this.broken = true;
         }
-        return { error: describe(error, linear, memoryLimit, wasi.stderr()) };
+        return { error: describe(error, linear, memoryLimit, wasi.stderr(), args) };
       } finally {
         emit = null;
         wasi.endCall();
@@ -109,11 +109,20 @@ export function openGuest({ glue, shapes, modules, dir, readOnly }) {
   };
 }
 
+/** The UTF-8 size of every string in `value` (the call's arguments, as jco lowers them). */
+function utf8Bytes(value) {
+  if (typeof value === 'string') return Buffer.byteLength(value, 'utf8');
+  if (value === null || typeof value !== 'object') return 0;
+  let sum = 0;
+  for (const item of Array.isArray(value) ? value : Object.values(value)) sum += utf8Bytes(item);
+  return sum;
+}
+
 /**
  * Turns what the component threw into {kind, message}: its WIT error, or a trap named after the
  * limit that caused it where that can be told. stderr: what the guest wrote there.
  */
-function describe(error, linear, memoryLimit, stderr) {
+function describe(error, linear, memoryLimit, stderr, args) {
   if (error instanceof LroError) return { kind: error.kind, message: error.message };
   const payload = error?.payload;
   if (payload && typeof payload.tag === 'string') return { kind: payload.tag, message: String(payload.val) };
@@ -125,6 +134,17 @@ function describe(error, linear, memoryLimit, stderr) {
     const limit = Math.round(memoryLimit / 2 ** 20);
     const used = linear ? `; ${Math.round(linear.buffer.byteLength / 2 ** 20)} MiB were in use` : '';
     return { kind: 'memory-limit', message: `limit exceeded: the call needed more than its ${limit} MiB memory limit and was stopped (${said}${used})` };
+  }
+  // The arguments are copied into the guest through wasi-libc's `cabi_realloc`, which traps
+  // without a word when memory.grow is refused: if they cannot fit beside the memory in use
+  // under the cap, that was the cause.
+  if (linear && !said && error instanceof WebAssembly.RuntimeError && /unreachable/.test(text)) {
+    const inUse = linear.buffer.byteLength;
+    const needed = utf8Bytes(args);
+    if (inUse + needed > memoryLimit) {
+      const mib = (n) => Math.round(n / 2 ** 20 * 10) / 10;
+      return { kind: 'memory-limit', message: `limit exceeded: the call needed more than its ${Math.round(memoryLimit / 2 ** 20)} MiB memory limit and was stopped (its arguments, ${mib(needed)} MiB, did not fit beside the ${mib(inUse)} MiB in use)` };
+    }
   }
   // The guest is safe Rust: an out-of-bounds access is its shadow stack (placed first in linear
   // memory) overflowing below address 0, which the Rust and Python hosts also report this way.
