@@ -110,7 +110,7 @@ pub(crate) fn regex_test(input: &Val, re: &Val, flags: &Val) -> Result<bool, jaq
         if let Some(at) = cache.iter().position(|(r, f, _)| r == re && f == flags) {
             return Ok(cache[at].2.clone());
         }
-        let mut builder = regex_bites::bytes::RegexBuilder::new(re);
+        let mut builder = regex::bytes::RegexBuilder::new(re);
         let mut ignore_empty = false;
         for flag in flags.chars() {
             match flag {
@@ -143,9 +143,11 @@ pub(crate) fn regex_test(input: &Val, re: &Val, flags: &Val) -> Result<bool, jaq
     })
 }
 
-/// `test` of a regex without metacharacters, with no flag but `i` (ASCII case-insensitive, as
-/// regex-bites has it) or `g` (no effect on a test): a substring search, much faster than the
-/// regex engine. None when the regex is not such a literal.
+/// `test` of a regex without metacharacters, with no flag but `i` or `g` (no effect on a test):
+/// a substring search, much faster than the regex engine. None when the regex is not such a
+/// literal, or when `i` needs Unicode's case folding, which the regex engine does: a needle
+/// with a letter outside ASCII, or with `k` or `s` in a text that is not all ASCII (the Kelvin
+/// sign and the long s fold to them). Any other ASCII letter folds only to its ASCII other case.
 fn literal_test(text: &[u8], re: &str, flags: &str) -> Option<bool> {
     if re.is_empty()
         || re
@@ -162,6 +164,11 @@ fn literal_test(text: &[u8], re: &str, flags: &str) -> Option<bool> {
     let needle = re.as_bytes();
     if !ignore_case {
         return Some(memchr::memmem::find(text, needle).is_some());
+    }
+    if !needle.is_ascii()
+        || (needle.iter().any(|c| matches!(c, b'k' | b'K' | b's' | b'S')) && !crate::json_text::is_ascii(text))
+    {
+        return None;
     }
     let first = needle[0];
     let mut from = 0;
@@ -181,7 +188,7 @@ fn literal_test(text: &[u8], re: &str, flags: &str) -> Option<bool> {
 /// How many compiled regexes `test` keeps (a filter rarely has more than a few).
 const REGEX_CACHE: usize = 16;
 
-type CompiledRegex = std::rc::Rc<(regex_bites::bytes::Regex, bool)>;
+type CompiledRegex = std::rc::Rc<(regex::bytes::Regex, bool)>;
 
 thread_local! {
     static REGEXES: std::cell::RefCell<Vec<(String, String, CompiledRegex)>> =
@@ -234,9 +241,15 @@ mod tests {
         let fast = |re: &str, flags: &str, input: &str| {
             run(&format!("test({re:?}; {flags:?})"), &format!("{input:?}")).unwrap()
         };
-        let inputs = ["", "abc", "ABC", "a\nb", "xx\nAB", "aaa", "é A", "É A", "a-b", "xaBc"];
+        // With `i`, the substring search must know where Unicode folds: É to é, the Kelvin
+        // sign (U+212A) to k, the long s (U+017F) to s.
+        let inputs = [
+            "", "abc", "ABC", "a\nb", "xx\nAB", "aaa", "é A", "É A", "a-b", "xaBc", "\u{212a}", "\u{17f}x", "ks",
+            "Straße",
+        ];
         for re in [
-            "", "a", "^a", "b$", "a.b", "(?:a )?", "A B", "x*", "é", "bC", "Bc", "abcd", "é a", "-",
+            "", "a", "^a", "b$", "a.b", "(?:a )?", "A B", "x*", "é", "bC", "Bc", "abcd", "é a", "-", "É", "k", "S",
+            "KS", "sx", "SS", "ß",
         ] {
             for flags in ["", "i", "g", "n", "gn", "m", "s", "x", "l", "p", "ix"] {
                 for input in inputs {
@@ -263,5 +276,23 @@ mod tests {
             assert_eq!(error, run(&format!("matches({args}) | any"), "\"a\"").unwrap_err());
         }
         assert!(run("test(1)", "\"a\"").unwrap_err().contains("string"));
+    }
+
+    /// The regex engine's byte search also finds the empty string between the bytes of one
+    /// character; those matches are not jq's and used to stop the filter with a panic (a trap
+    /// in the component). jq 1.6 fails on these filters (`cannot allocate memory`), and jq 1.8
+    /// repeats an offset (`[0,1,1]`): the answers are the ones the offsets in characters give.
+    #[test]
+    fn empty_matches_fall_between_characters() {
+        let cases = [
+            (r#"[match(""; "g").offset]"#, "[0,1,2]"),
+            (r#"[match("a*"; "g") | [.offset, .length]]"#, "[[0,0],[1,1]]"),
+            (r#"[splits("")]"#, r#"["","é","a",""]"#),
+            (r#"gsub(""; "-")"#, r#""-é-a-""#),
+            (r#"[scan("x*")] | length"#, "3"),
+        ];
+        for (filter, expected) in cases {
+            assert_eq!(run(filter, r#""éa""#).unwrap(), [expected], "{filter}");
+        }
     }
 }

@@ -3,7 +3,8 @@
 use alloc::string::{String, ToString};
 use alloc::vec::Vec;
 use bstr::ByteSlice;
-use regex_bites::bytes::{self as regex, Error, Regex, RegexBuilder};
+use ::regex::bytes::{self as regex, Regex, RegexBuilder};
+use ::regex::Error;
 
 #[derive(Copy, Clone, Default)]
 pub struct Flags {
@@ -83,15 +84,23 @@ impl<'a> ByteChar<'a> {
     /// Convert byte offset to UTF-8 character offset.
     ///
     /// This needs to be called with monotonically increasing values of `byte_offset`.
+    /// lro: None, without consuming anything, when `byte_offset` falls inside a character.
     fn char_of_byte(&mut self, byte_offset: usize) -> Option<usize> {
         loop {
             let (char_i, (byte_i, _, _char)) = self.0.peek()?;
             if byte_offset == *byte_i {
                 return Some(*char_i);
+            } else if *byte_i > byte_offset {
+                return None;
             } else {
                 self.0.next();
             }
         }
+    }
+
+    /// lro: whether `byte_offset` starts a character (or is the end), without consuming.
+    fn at_char(&mut self, byte_offset: usize) -> bool {
+        self.char_of_byte(byte_offset).is_some()
     }
 }
 
@@ -153,6 +162,11 @@ pub fn regex<'a>(
     for c in re.captures_iter(s) {
         let whole = c.get(0).unwrap();
         if flags.ignore_empty() && whole.as_bytes().is_empty() {
+            continue;
+        }
+        // lro: the `regex` crate's byte regexes also match the empty string between the bytes
+        // of one character (`"é" | match(""; "g")`); jq matches only between characters.
+        if whole.as_bytes().is_empty() && !bc.at_char(whole.start()) {
             continue;
         }
         let match_names = c.iter().zip(re.capture_names());
