@@ -279,8 +279,8 @@ mod tests {
     }
 
     /// The regex engine's byte search also finds the empty string between the bytes of one
-    /// character; those matches are not jq's and used to stop the filter with a panic (a trap
-    /// in the component). jq 1.6 fails on these filters (`cannot allocate memory`), and jq 1.8
+    /// character; those matches are not jq's, and turning their offsets into characters would
+    /// panic (a trap in the component). jq 1.6 fails on these filters (`cannot allocate memory`), and jq 1.8
     /// repeats an offset (`[0,1,1]`): the answers are the ones the offsets in characters give.
     #[test]
     fn empty_matches_fall_between_characters() {

@@ -84,7 +84,8 @@ impl<'a> ByteChar<'a> {
     /// Convert byte offset to UTF-8 character offset.
     ///
     /// This needs to be called with monotonically increasing values of `byte_offset`.
-    /// lro: None, without consuming anything, when `byte_offset` falls inside a character.
+    /// lro: None when `byte_offset` falls inside a character (before, it looped to the end and
+    /// every later offset got None too).
     fn char_of_byte(&mut self, byte_offset: usize) -> Option<usize> {
         loop {
             let (char_i, (byte_i, _, _char)) = self.0.peek()?;
@@ -98,7 +99,7 @@ impl<'a> ByteChar<'a> {
         }
     }
 
-    /// lro: whether `byte_offset` starts a character (or is the end), without consuming.
+    /// lro: whether `byte_offset` starts a character (or is the end of the text).
     fn at_char(&mut self, byte_offset: usize) -> bool {
         self.char_of_byte(byte_offset).is_some()
     }
