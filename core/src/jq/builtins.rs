@@ -110,24 +110,7 @@ pub(crate) fn regex_test(input: &Val, re: &Val, flags: &Val) -> Result<bool, jaq
         if let Some(at) = cache.iter().position(|(r, f, _)| r == re && f == flags) {
             return Ok(cache[at].2.clone());
         }
-        let mut builder = regex::bytes::RegexBuilder::new(re);
-        let mut ignore_empty = false;
-        for flag in flags.chars() {
-            match flag {
-                'g' => {}
-                'n' => ignore_empty = true,
-                'i' => _ = builder.case_insensitive(true),
-                'm' => _ = builder.multi_line(true),
-                's' => _ = builder.dot_matches_new_line(true),
-                'l' => _ = builder.swap_greed(true),
-                'x' => _ = builder.ignore_whitespace(true),
-                'p' => _ = builder.multi_line(true).dot_matches_new_line(true),
-                c => return Err(jaq_core::Error::str(format_args!("invalid regex flag: {c}"))),
-            }
-        }
-        let regex = builder
-            .build()
-            .map_err(|e| jaq_core::Error::str(format_args!("invalid regex: {e}")))?;
+        let (regex, ignore_empty) = jaq_std::compile_regex(re, flags).map_err(jaq_core::Error::str)?;
         let compiled = std::rc::Rc::new((regex, ignore_empty));
         if cache.len() == REGEX_CACHE {
             cache.remove(0);
@@ -269,10 +252,13 @@ mod tests {
                 assert_eq!(fast(&format!("^{i}$"), "", "x"), ["false"]);
             }
         }
-        for (re, flags) in [("(", ""), ("a", "q")] {
+        for (re, flags, message) in [
+            ("(", "", r#"invalid regex "(": unclosed group (at offset 0)"#),
+            ("a", "q", "invalid regex flag: q"),
+        ] {
             let args = format!("{re:?}; {flags:?}");
             let error = run(&format!("test({args})"), "\"a\"").unwrap_err();
-            assert!(error.starts_with("invalid regex"), "{error}");
+            assert!(error.starts_with(message), "{error}");
             assert_eq!(error, run(&format!("matches({args}) | any"), "\"a\"").unwrap_err());
         }
         assert!(run("test(1)", "\"a\"").unwrap_err().contains("string"));

@@ -716,10 +716,9 @@ where
 
     use crate::regex::Part::{Matches, Mismatch};
     let fail_flag = |e| Error::str(format_args!("invalid regex flag: {e}"));
-    let fail_re = |e| Error::str(format_args!("invalid regex: {e}"));
 
     let flags = regex::Flags::new(flags.try_as_str()?).map_err(fail_flag)?;
-    let re = flags.regex(re.try_as_str()?).map_err(fail_re)?;
+    let re = flags.regex(re.try_as_str()?).map_err(Error::str)?;
     let out = regex::regex(cv.1.try_as_utf8_bytes()?, &re, flags, (s, m));
     let sub = |s| cv.1.as_sub_str(s);
     let out = out.into_iter().map(|out| match out {
@@ -730,6 +729,14 @@ where
         Mismatch(s) => Ok(sub(s)),
     });
     out.collect()
+}
+
+/// lro: compile a regular expression with jq's flags as `test`, `match` and the rest do; the
+/// `bool` is whether the `n` flag asks to ignore empty matches. Err is the error's message.
+#[cfg(feature = "regex")]
+pub fn compile_regex(re: &str, flags: &str) -> Result<(::regex::bytes::Regex, bool), String> {
+    let flags = regex::Flags::new(flags).map_err(|e| alloc::format!("invalid regex flag: {e}"))?;
+    Ok((flags.regex(re)?, flags.ignore_empty()))
 }
 
 #[cfg(feature = "regex")]

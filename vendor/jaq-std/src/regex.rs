@@ -63,10 +63,60 @@ impl Flags {
             .ignore_whitespace(self.x)
     }
 
-    pub fn regex(self, re: &str) -> Result<Regex, Error> {
+    /// lro: Err is a one-line message (`invalid regex "(": unclosed group (at offset 0)`); the
+    /// `regex` crate's own text spans lines, with the pattern and a caret under the construct.
+    pub fn regex(self, re: &str) -> Result<Regex, String> {
         let mut builder = RegexBuilder::new(re);
-        self.impact(&mut builder).build()
+        self.impact(&mut builder).build().map_err(|e| self.error(re, e))
     }
+
+    /// The `regex` crate gives its syntax errors as text only, so the pattern is parsed again,
+    /// with the same flags, to get the error's kind and position.
+    fn error(self, re: &str, e: Error) -> String {
+        let parsed = regex_syntax::ParserBuilder::new()
+            .case_insensitive(self.i)
+            .multi_line(self.m)
+            .dot_matches_new_line(self.s)
+            .swap_greed(self.l)
+            .ignore_whitespace(self.x)
+            .utf8(false)
+            .build()
+            .parse(re);
+        let (kind, at) = match parsed {
+            Err(regex_syntax::Error::Parse(e)) => (e.kind().to_string(), Some(e.span().start)),
+            Err(regex_syntax::Error::Translate(e)) => (e.kind().to_string(), Some(e.span().start)),
+            // A compiled regex over the size limit, or a parser that disagrees: the crate's
+            // text, whose last line names the error.
+            _ => {
+                let text = e.to_string();
+                let kind = text.rsplit_once("error: ").map_or(&*text, |(_, kind)| kind);
+                (kind.trim_end_matches('.').to_string(), None)
+            }
+        };
+        // jq's match offsets count characters, so this one does too.
+        let at = at.map(|at| re[..at.offset].chars().count());
+        let shown = shown_pattern(re, at.unwrap_or(0));
+        match at {
+            Some(at) => alloc::format!("invalid regex {shown}: {kind} (at offset {at})"),
+            None => alloc::format!("invalid regex {shown}: {kind}"),
+        }
+    }
+}
+
+/// The pattern, quoted; a long one only around `at` (a character offset), so that an error does
+/// not repeat a pattern of kilobytes.
+fn shown_pattern(re: &str, at: usize) -> String {
+    const WHOLE: usize = 80;
+    const BEFORE: usize = 30;
+    let chars = re.chars().count();
+    if chars <= WHOLE {
+        return alloc::format!("{re:?}");
+    }
+    let start = at.saturating_sub(BEFORE).min(chars - WHOLE);
+    let part: String = re.chars().skip(start).take(WHOLE).collect();
+    let before = if start > 0 { "…" } else { "" };
+    let after = if start + WHOLE < chars { "…" } else { "" };
+    alloc::format!("{before}{part:?}{after}")
 }
 
 type CharIndices<'a> =
