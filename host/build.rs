@@ -8,7 +8,8 @@ use std::process::Command;
 fn main() {
     let manifest = PathBuf::from(env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));
     let root = manifest.parent().expect("host/ sits in the workspace").to_path_buf();
-    for input in ["guest", "core", "wit", "Cargo.lock", "Cargo.toml"] {
+    // vendor/ holds the jq engine the guest compiles in (jaq with lro's changes).
+    for input in ["guest", "core", "vendor", "wit", "Cargo.lock", "Cargo.toml"] {
         println!("cargo:rerun-if-changed={}", root.join(input).display());
     }
     let out = PathBuf::from(env::var_os("OUT_DIR").expect("cargo sets OUT_DIR")).join("lro.wasm");
