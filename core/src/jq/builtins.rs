@@ -264,18 +264,21 @@ mod tests {
         assert!(run("test(1)", "\"a\"").unwrap_err().contains("string"));
     }
 
-    /// The regex engine's byte search also finds the empty string between the bytes of one
-    /// character; those matches are not jq's, and turning their offsets into characters would
-    /// panic (a trap in the component). jq 1.6 fails on these filters (`cannot allocate memory`), and jq 1.8
-    /// repeats an offset (`[0,1,1]`): the answers are the ones the offsets in characters give.
+    /// The regex engine's byte search also finds matches that start between the bytes of one
+    /// character (the empty string, or any match with `(?-u)`); those matches are not jq's, and
+    /// turning their offsets into characters panicked (a trap in the component). jq 1.6 fails on
+    /// the empty ones (`cannot allocate memory`), and jq 1.8 repeats an offset (`[0,1,1]`): the
+    /// answers are the ones the offsets in characters give.
     #[test]
-    fn empty_matches_fall_between_characters() {
+    fn matches_start_between_characters() {
         let cases = [
             (r#"[match(""; "g").offset]"#, "[0,1,2]"),
             (r#"[match("a*"; "g") | [.offset, .length]]"#, "[[0,0],[1,1]]"),
             (r#"[splits("")]"#, r#"["","é","a",""]"#),
             (r#"gsub(""; "-")"#, r#""-é-a-""#),
             (r#"[scan("x*")] | length"#, "3"),
+            // `(?-u)` (the regex crate's, not jq's) lets a match start inside a character.
+            (r#"[match("(?-u:.)"; "g") | .offset]"#, "[0,1]"),
         ];
         for (filter, expected) in cases {
             assert_eq!(run(filter, r#""éa""#).unwrap(), [expected], "{filter}");

@@ -149,10 +149,6 @@ impl<'a> ByteChar<'a> {
         }
     }
 
-    /// lro: whether `byte_offset` starts a character (or is the end of the text).
-    fn at_char(&mut self, byte_offset: usize) -> bool {
-        self.char_of_byte(byte_offset).is_some()
-    }
 }
 
 pub struct Match<B, S> {
@@ -163,9 +159,14 @@ pub struct Match<B, S> {
 }
 
 impl<'a> Match<&'a [u8], &'a str> {
-    pub fn new(bc: &mut ByteChar, m: regex::Match<'a>, name: Option<&'a str>) -> Self {
+    /// lro: `whole` is where the whole match starts, in bytes and in characters; `m` starts
+    /// there or later. Capture groups are not in the text's order (in `(?:(a)|(b))+` over `"ba"`,
+    /// group 2 comes before group 1), so their offsets cannot come from the forward-only
+    /// [`ByteChar`], which panicked on them.
+    pub fn new(s: &[u8], whole: (usize, usize), m: regex::Match<'a>, name: Option<&'a str>) -> Self {
+        let before = s.get(whole.0..m.start()).unwrap_or_default();
         Self {
-            offset: bc.char_of_byte(m.start()).unwrap(),
+            offset: whole.1 + before.chars().count(),
             length: m.as_bytes().chars().count(),
             string: m.as_bytes(),
             name,
@@ -215,13 +216,14 @@ pub fn regex<'a>(
         if flags.ignore_empty() && whole.as_bytes().is_empty() {
             continue;
         }
-        // lro: the `regex` crate's byte regexes also match the empty string between the bytes
-        // of one character (`"é" | match(""; "g")`); jq matches only between characters.
-        if whole.as_bytes().is_empty() && !bc.at_char(whole.start()) {
+        // lro: jq matches only between characters; the `regex` crate's byte regexes also match
+        // from between the bytes of one character: the empty string (`"é" | match(""; "g")`),
+        // or any match where `(?-u)` turns Unicode off. Those matches are skipped.
+        let Some(start) = bc.char_of_byte(whole.start()) else {
             continue;
-        }
+        };
         let match_names = c.iter().zip(re.capture_names());
-        let matches = match_names.filter_map(|(m, n)| Some(Match::new(&mut bc, m?, n)));
+        let matches = match_names.filter_map(|(m, n)| Some(Match::new(s, (whole.start(), start), m?, n)));
         if mi {
             out.push(Part::Mismatch(&s[last_byte..whole.start()]));
             last_byte = whole.end();
