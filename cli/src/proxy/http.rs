@@ -16,7 +16,7 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 
 use super::message::{self, Kind, META_PROTOCOL_VERSION};
-use super::upstream::{Link, UpEvent};
+use super::upstream::{CHANNEL, Link, UpEvent};
 
 const SESSION_ID: &str = "mcp-session-id";
 const PROTOCOL_VERSION: &str = "mcp-protocol-version";
@@ -51,7 +51,7 @@ struct Shared {
     /// The client's `initialize` and `notifications/initialized`, replayed when the server
     /// forgets the session.
     handshake: Mutex<Handshake>,
-    events: mpsc::UnboundedSender<UpEvent>,
+    events: mpsc::Sender<UpEvent>,
     listening: Mutex<Option<tokio::task::JoinHandle<()>>>,
     /// The POSTs of requests still waiting for their answer, by id key: dropped when the
     /// client cancels the request.
@@ -66,10 +66,11 @@ pub fn connect(url: &str, headers: HeaderMap) -> anyhow::Result<Link> {
     }
     let client = reqwest::Client::builder()
         .connect_timeout(Duration::from_secs(10))
+        .redirect(same_origin_redirects(&parsed))
         .build()
         .context("building the HTTP client")?;
-    let (send, mut outgoing) = mpsc::unbounded_channel::<Vec<u8>>();
-    let (events_tx, events) = mpsc::unbounded_channel();
+    let (send, mut outgoing) = mpsc::channel::<Vec<u8>>(CHANNEL);
+    let (events_tx, events) = mpsc::channel(CHANNEL);
     let shared = Arc::new(Shared {
         client,
         url: url.to_owned(),
@@ -146,6 +147,23 @@ pub fn connect(url: &str, headers: HeaderMap) -> anyhow::Result<Link> {
     Ok(Link { send, events, finished })
 }
 
+/// Follows a redirect only within the origin (scheme, host and port) of `--url`: a redirect to
+/// another origin would carry the JSON-RPC body, every `--header` (an API key) and the session
+/// id to a server the user never named. The 3xx answer then fails the request, naming where it
+/// pointed.
+fn same_origin_redirects(url: &reqwest::Url) -> reqwest::redirect::Policy {
+    let origin = url.origin();
+    reqwest::redirect::Policy::custom(move |attempt| {
+        if attempt.previous().len() >= 10 {
+            attempt.error("more than 10 redirects")
+        } else if attempt.url().origin() == origin {
+            attempt.follow()
+        } else {
+            attempt.stop()
+        }
+    })
+}
+
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
@@ -181,7 +199,7 @@ async fn deliver(shared: &Shared, message: Vec<u8>) {
         (Ok(()), _) => {}
         (Err(failure), Some(id)) => {
             let reason = format!("the upstream server at {} {}", shared.url, failure.text());
-            let _ = shared.events.send(UpEvent::Failed { id, reason });
+            let _ = shared.events.send(UpEvent::Failed { id, reason }).await;
         }
         (Err(failure), None) => {
             eprintln!("lro proxy: a message to {} was lost: {}", shared.url, failure.text());
@@ -285,6 +303,19 @@ async fn post(shared: &Shared, message: &[u8], id: Option<&str>, is_initialize: 
     if status == StatusCode::NOT_FOUND && session.is_some() {
         return Err(Failure::SessionExpired);
     }
+    if status.is_redirection() {
+        let location = response
+            .headers()
+            .get(reqwest::header::LOCATION)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("nowhere")
+            .chars()
+            .take(500)
+            .collect::<String>();
+        return Err(Failure::Other(format!(
+            "answered HTTP {status}, a redirect to {location:?} on another origin, which the proxy does not follow (it would send the request, its headers and the session there); point --url at the new address"
+        )));
+    }
     if !status.is_success() {
         let body = response.text().await.unwrap_or_default();
         let body: String = body.chars().take(500).collect();
@@ -305,9 +336,9 @@ async fn read_reply(shared: &Shared, response: Response, id: Option<&str>, is_in
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| v.starts_with("text/event-stream"));
     let mut answered = id.is_none();
-    let mut route = |data: Vec<u8>| {
+    let mut inspect = |data: &[u8]| {
         if let Some(id) = id
-            && let Ok(Kind::Response { id: got, result }) = message::classify(&data)
+            && let Ok(Kind::Response { id: got, result }) = message::classify(data)
             && message::id_key(got) == id
         {
             answered = true;
@@ -315,10 +346,11 @@ async fn read_reply(shared: &Shared, response: Response, id: Option<&str>, is_in
                 *lock(&shared.version) = Some(version);
             }
         }
-        let _ = shared.events.send(UpEvent::Message(data));
     };
     if event_stream {
-        read_events(response, &mut route).await.map_err(Failure::Other)?;
+        read_events(response, &shared.events, &mut inspect)
+            .await
+            .map_err(Failure::Other)?;
     } else {
         let body = response
             .bytes()
@@ -329,10 +361,15 @@ async fn read_reply(shared: &Shared, response: Response, id: Option<&str>, is_in
                 let batch: Vec<Box<serde_json::value::RawValue>> = serde_json::from_slice(&body)
                     .map_err(|e| Failure::Other(format!("sent a batch that is not JSON: {e}")))?;
                 for one in batch {
-                    route(one.get().as_bytes().to_vec());
+                    inspect(one.get().as_bytes());
+                    let _ = shared
+                        .events
+                        .send(UpEvent::Message(one.get().as_bytes().to_vec()))
+                        .await;
                 }
             } else {
-                route(body.trim_ascii().to_vec());
+                inspect(body.trim_ascii());
+                let _ = shared.events.send(UpEvent::Message(body.trim_ascii().to_vec())).await;
             }
         }
     }
@@ -348,8 +385,15 @@ fn protocol_version(result: &str) -> Option<String> {
     value.get("protocolVersion")?.as_str().map(str::to_owned)
 }
 
-/// Reads server-sent events, handing each event's data (one JSON-RPC message) to `route`.
-async fn read_events(mut response: Response, route: &mut impl FnMut(Vec<u8>)) -> Result<(), String> {
+/// Reads server-sent events, passing each event's data (one JSON-RPC message) to `inspect`, then
+/// to the relay (waiting while the relay's channel is full: the stream is read no faster than
+/// the client reads).
+async fn read_events(
+    mut response: Response,
+    events: &mpsc::Sender<UpEvent>,
+    inspect: &mut impl FnMut(&[u8]),
+) -> Result<(), String> {
+    let mut ready: Vec<Vec<u8>> = Vec::new();
     let mut buffer: Vec<u8> = Vec::new();
     let mut data: Vec<u8> = Vec::new();
     loop {
@@ -365,7 +409,7 @@ async fn read_events(mut response: Response, route: &mut impl FnMut(Vec<u8>)) ->
             let line = line.strip_suffix(b"\r").unwrap_or(line);
             if line.is_empty() {
                 if !data.is_empty() {
-                    route(std::mem::take(&mut data));
+                    ready.push(std::mem::take(&mut data));
                 }
             } else if let Some(value) = line.strip_prefix(b"data:") {
                 if !data.is_empty() {
@@ -375,9 +419,16 @@ async fn read_events(mut response: Response, route: &mut impl FnMut(Vec<u8>)) ->
             }
             // `event:`, `id:`, `retry:` and comments carry nothing the relay needs.
         }
+        for data in ready.drain(..) {
+            inspect(&data);
+            if events.send(UpEvent::Message(data)).await.is_err() {
+                return Ok(());
+            }
+        }
     }
     if !data.is_empty() {
-        route(data);
+        inspect(&data);
+        let _ = events.send(UpEvent::Message(data)).await;
     }
     Ok(())
 }
@@ -409,10 +460,7 @@ fn listen(shared: &Shared) {
             }
             match request.send().await {
                 Ok(response) if response.status().is_success() => {
-                    let mut route = |data: Vec<u8>| {
-                        let _ = events.send(UpEvent::Message(data));
-                    };
-                    let _ = read_events(response, &mut route).await;
+                    let _ = read_events(response, &events, &mut |_| {}).await;
                 }
                 Ok(response) if response.status().is_client_error() => return,
                 _ => {}
