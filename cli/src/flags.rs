@@ -158,6 +158,10 @@ pub struct ProxyArgs {
     /// "Authorization: Bearer TOKEN".
     #[arg(long = "header", value_name = "NAME: VALUE", requires = "url")]
     pub headers: Vec<String>,
+    /// Seconds the proxy keeps relaying after the client closes its input, so the answers to
+    /// requests already made still arrive [default: 30].
+    #[arg(long, value_name = "SECONDS")]
+    pub grace: Option<f64>,
     /// The upstream server's command and arguments, after `--`.
     #[arg(last = true, value_name = "COMMAND")]
     pub command: Vec<String>,

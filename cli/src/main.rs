@@ -86,10 +86,33 @@ pub(crate) fn runtime(cli: &Cli) -> anyhow::Result<Runtime> {
         options.filter_deadline = options.deadline;
     }
     if let Some(mib) = cli.memory_limit {
+        // Below this the component cannot even be instantiated: every call would trap.
+        if mib < MIN_MEMORY_MIB {
+            bail!("--memory-limit must be at least {MIN_MEMORY_MIB} MiB (the component's own memory), got {mib}");
+        }
         options.memory = mib.saturating_mul(1 << 20);
         options.filter_memory = options.memory;
     }
     Ok(Runtime::new(options)?)
+}
+
+/// The smallest `--memory-limit` a call can run under, in MiB.
+const MIN_MEMORY_MIB: usize = 8;
+
+/// [`config`] for a command that writes files: a time to live of 0 would make every descriptor
+/// name a file that is already expired, so it is refused, from whichever layer it came.
+pub(crate) fn writing_config(
+    runtime: &Runtime,
+    file: Option<&std::path::Path>,
+    flags: &[lro_host::config::Flag],
+) -> anyhow::Result<lro_host::Config> {
+    let config = config(runtime, file, flags)?;
+    if config.ttl_seconds == 0 {
+        bail!(
+            "ttl_seconds is 0 (from --ttl, ATLATL_PROMPT__OFFLOAD__TTL_SECONDS or the config file): every file would be expired as it is written; give at least 1"
+        );
+    }
+    Ok(config)
 }
 
 /// The component's defaults under the `--config` file, the environment and `flags`.

@@ -12,7 +12,7 @@ use crate::output::{print_line, read_input};
 
 pub fn run(cli: &Cli, args: &OffloadArgs) -> anyhow::Result<()> {
     let runtime = crate::runtime(cli)?;
-    let config = crate::config(&runtime, args.config.config.as_deref(), &args.flags())?;
+    let config = crate::writing_config(&runtime, args.config.config.as_deref(), &args.flags())?;
     let input = read_input(args.input.as_deref())?;
     if let Some(tool) = &args.tool {
         let call = ToolCall {

@@ -1,7 +1,9 @@
 //! `lro proxy`: runs `lro_cli::proxy` on stdin/stdout in front of a child process or an HTTP
 //! endpoint. stdout carries only protocol; everything the proxy says goes to stderr.
 
-use anyhow::Context;
+use std::time::Duration;
+
+use anyhow::{Context, bail};
 use lro_cli::proxy::{self, Ending, Settings, http, upstream};
 use reqwest::header::HeaderMap;
 
@@ -9,13 +11,18 @@ use crate::flags::{Cli, ProxyArgs};
 
 pub fn run(cli: &Cli, args: &ProxyArgs) -> anyhow::Result<()> {
     let runtime = crate::runtime(cli)?;
-    let config = crate::config(&runtime, args.config.config.as_deref(), &args.flags())?;
+    let config = crate::writing_config(&runtime, args.config.config.as_deref(), &args.flags())?;
     let settings = Settings::prepare(runtime, config).context("preparing the offload directory")?;
     let mut headers = HeaderMap::new();
     for text in &args.headers {
         let (name, value) = http::parse_header(text)?;
         headers.append(name, value);
     }
+    let grace = match args.grace {
+        None => proxy::DEFAULT_GRACE,
+        Some(seconds) if seconds.is_finite() && (0.0..=86_400.0).contains(&seconds) => Duration::from_secs_f64(seconds),
+        Some(seconds) => bail!("--grace must be a number of seconds from 0 to 86400, got {seconds:?}"),
+    };
     let tokio = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -25,11 +32,18 @@ pub fn run(cli: &Cli, args: &ProxyArgs) -> anyhow::Result<()> {
             Some(url) => http::connect(url, headers)?,
             None => upstream::spawn(&args.command)?,
         };
-        anyhow::Ok(proxy::serve(settings, link, tokio::io::stdin(), tokio::io::stdout()).await)
+        anyhow::Ok(proxy::serve(settings, link, tokio::io::stdin(), tokio::io::stdout(), grace).await)
     })?;
     // Reading stdin blocks a thread that cannot be cancelled: leave without waiting for it.
     let code = match ending {
         Ending::ClientClosed => 0,
+        Ending::Abandoned(count) => {
+            eprintln!(
+                "lro proxy: the client closed its input; {count} request(s) were not answered within --grace {} s and were failed",
+                grace.as_secs_f64()
+            );
+            1
+        }
         Ending::UpstreamDied(reason) => {
             eprintln!("lro proxy: {reason}; stopping");
             1

@@ -86,11 +86,8 @@ pub fn start(relay: &mut Relay, client_id: String, meta: Option<Value>, refusal:
         });
     client_info.insert("proxy".into(), Value::Bool(true));
     let params = json!({"protocolVersion": LEGACY_VERSION, "capabilities": capabilities, "clientInfo": client_info});
-    relay.own_ids += 1;
-    let id = format!("lro-proxy-{}", relay.own_ids);
-    relay
-        .pending
-        .insert(format!("\"{id}\""), Pending::Bridge { client_id, refusal });
+    let (id, key) = relay.own_ids.take();
+    relay.pending.insert(key, Pending::Bridge { client_id, refusal });
     relay.to_upstream(message::request(&id, "initialize", &params));
 }
 

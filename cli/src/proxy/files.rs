@@ -118,27 +118,44 @@ pub fn list_alone(relay: &Relay, id: String, templates: bool, modern: bool) {
     relay.to_client(message::response(&id, &Value::Object(page).to_string()));
 }
 
-/// The file name and record range in an `lro://offload/` URI.
+/// The file name and record range in an `lro://offload/` URI. Strict, so a URI never means
+/// something other than it says: numbers are plain digits (no sign), each parameter at most
+/// once; an error names the URI cut to a readable length.
 fn parse(uri: &str) -> Result<(String, Option<u64>, Option<u64>), String> {
+    let shown = message::clip(uri, 200);
     let rest = uri
         .strip_prefix(SCHEME)
-        .ok_or_else(|| format!("{uri} is not an lro://offload/ URI"))?;
+        .ok_or_else(|| format!("{shown} is not an lro://offload/ URI"))?;
     let (name, query) = rest.split_once('?').unwrap_or((rest, ""));
     if name.is_empty() || name.contains(['/', '\\']) || name.starts_with('.') {
         return Err(format!(
-            "{uri}: expected lro://offload/FILE, the file name of a descriptor's file_path"
+            "{shown}: expected lro://offload/FILE, the file name of a descriptor's file_path"
         ));
     }
     let (mut from, mut to) = (None, None);
     for pair in query.split('&').filter(|p| !p.is_empty()) {
         let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
-        let number = value
-            .parse::<u64>()
-            .map_err(|_| format!("{uri}: {key} must be a record number (0 or more), got {value:?}"))?;
-        match key {
-            "from" => from = Some(number),
-            "to" => to = Some(number),
-            _ => return Err(format!("{uri}: unknown parameter {key:?} (expected from and to)")),
+        let key_shown = message::clip(key, 40);
+        let number = Some(value)
+            .filter(|v| !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()))
+            .and_then(|v| v.parse::<u64>().ok())
+            .ok_or_else(|| {
+                format!(
+                    "{shown}: {key_shown} must be a record number (digits, 0 or more), got {:?}",
+                    message::clip(value, 40)
+                )
+            })?;
+        let slot = match key {
+            "from" => &mut from,
+            "to" => &mut to,
+            _ => {
+                return Err(format!(
+                    "{shown}: unknown parameter {key_shown:?} (expected from and to)"
+                ));
+            }
+        };
+        if slot.replace(number).is_some() {
+            return Err(format!("{shown}: {key} is given more than once"));
         }
     }
     Ok((name.to_owned(), from, to))
@@ -202,9 +219,44 @@ pub fn read(relay: &Relay, id: String, params: Option<&Value>, modern: bool) {
                 } else {
                     message::INTERNAL_ERROR
                 };
-                message::error_response(&id, code, &format!("{uri}: {}", error_text(&e)))
+                let text = format!("{}: {}", message::clip(&uri, 200), error_text(&e));
+                message::error_response(&id, code, &text)
             }
         };
-        let _ = down.send(answer);
+        let _ = down.blocking_send(answer);
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse;
+
+    #[test]
+    fn uris_mean_exactly_what_they_say() {
+        let name = "atlatl-search-01JDEF7X2K0000000000000000.jsonl";
+        assert_eq!(
+            parse(&format!("lro://offload/{name}?from=3&to=5")),
+            Ok((name.to_owned(), Some(3), Some(5)))
+        );
+        for (query, wrong) in [
+            ("from=+3", "must be a record number"),
+            ("from=-1", "must be a record number"),
+            ("from=", "must be a record number"),
+            ("from= 3", "must be a record number"),
+            ("from=1&from=2", "from is given more than once"),
+            ("to=1&to=1", "to is given more than once"),
+            ("upto=1", "unknown parameter"),
+        ] {
+            let error = parse(&format!("lro://offload/{name}?{query}")).unwrap_err();
+            assert!(error.contains(wrong), "{query}: {error}");
+        }
+    }
+
+    #[test]
+    fn errors_do_not_echo_a_long_uri_whole() {
+        let long = format!("lro://offload/{}", "a".repeat(250_000));
+        let error = parse(&format!("{long}?from=x")).unwrap_err();
+        assert!(error.len() < 400, "{} bytes", error.len());
+        assert!(error.contains("250021 characters in all"), "{error}");
+    }
 }

@@ -15,6 +15,12 @@ pub const META_CLIENT_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabi
 pub const INTERNAL_ERROR: i64 = -32603;
 /// JSON-RPC "invalid params".
 pub const INVALID_PARAMS: i64 = -32602;
+/// JSON-RPC "parse error": a line that is not JSON.
+pub const PARSE_ERROR: i64 = -32700;
+/// JSON-RPC "invalid request": JSON that is not a request the proxy can route.
+pub const INVALID_REQUEST: i64 = -32600;
+/// JSON-RPC "method not found".
+pub const METHOD_NOT_FOUND: i64 = -32601;
 /// MCP's "resource not found" before 2026-07-28 (later versions use invalid params).
 pub const RESOURCE_NOT_FOUND: i64 = -32002;
 
@@ -81,9 +87,66 @@ pub fn classify(line: &[u8]) -> Result<Kind<'_>, String> {
     })
 }
 
-/// The key a request id is tracked by: its JSON text, so `1` and `"1"` stay apart.
+/// The key a request id is tracked by: its value in one canonical spelling, so `1` and `"1"`
+/// stay apart while `"\u0062ig"` and `"big"`, or `-0`, `0` and `0.0`, are one id (a server that
+/// re-spells an id still answers the request it names, as every JSON parser reads it).
 pub fn id_key(id: &RawValue) -> String {
-    id.get().trim().to_owned()
+    let text = id.get().trim();
+    match serde_json::from_str::<Value>(text) {
+        Ok(value) => canonical_id(&value).unwrap_or_else(|| text.to_owned()),
+        Err(_) => text.to_owned(),
+    }
+}
+
+/// The canonical spelling of an id value; `None` for what JSON-RPC ids cannot be (objects,
+/// arrays, booleans, null).
+pub fn canonical_id(value: &Value) -> Option<String> {
+    match value {
+        Value::String(_) => Some(value.to_string()),
+        Value::Number(n) => Some(match (n.as_i64(), n.as_u64(), n.as_f64()) {
+            (Some(i), _, _) => i.to_string(),
+            (_, Some(u), _) => u.to_string(),
+            // Integral floats (`-0`, `1.0`, `1e2`) are the integer every client's parser reads.
+            (_, _, Some(f)) if f.fract() == 0.0 && f.abs() < 9.0e15 => (f as i64).to_string(),
+            _ => n.to_string(),
+        }),
+        _ => None,
+    }
+}
+
+/// The id of a line that is not a well-formed message (invalid UTF-8, a duplicate key), read as
+/// leniently as a forgiving parser would: so a request whose answer arrives broken still gets
+/// exactly one answer.
+pub fn lenient_id(line: &[u8]) -> Option<String> {
+    let text = String::from_utf8_lossy(line);
+    let value: Value = serde_json::from_str(&text).ok()?;
+    canonical_id(value.get("id")?)
+}
+
+/// Ids for the proxy's own requests to the upstream: a random part per session, so no client
+/// id can name one of them (a client that sends `"lro-proxy-1"` gets its own answer).
+pub struct OwnIds {
+    prefix: String,
+    next: u64,
+}
+
+impl Default for OwnIds {
+    fn default() -> Self {
+        OwnIds {
+            prefix: format!("lro-proxy-{}", ulid::Ulid::generate()),
+            next: 0,
+        }
+    }
+}
+
+impl OwnIds {
+    /// The next id: its text (for the request) and its key (for the pending table).
+    pub fn take(&mut self) -> (String, String) {
+        self.next += 1;
+        let id = format!("{}-{}", self.prefix, self.next);
+        let key = Value::String(id.clone()).to_string();
+        (id, key)
+    }
 }
 
 /// A success response with `result`, one line.
@@ -150,4 +213,54 @@ pub fn is_modern(params: Option<&Value>) -> bool {
         .and_then(|p| p.get("_meta"))
         .and_then(|m| m.get(META_PROTOCOL_VERSION))
         .is_some()
+}
+
+/// `text` cut to at most `max` characters, saying how long it was: error messages and logs name
+/// what they are about without echoing a hostile input whole.
+pub fn clip(text: &str, max: usize) -> String {
+    let count = text.chars().count();
+    if count <= max {
+        return text.to_owned();
+    }
+    let kept: String = text.chars().take(max).collect();
+    format!("{kept}... ({count} characters in all)")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(text: &str) -> String {
+        id_key(&RawValue::from_string(text.to_owned()).unwrap())
+    }
+
+    #[test]
+    fn an_id_is_one_key_however_it_is_spelt() {
+        assert_eq!(key(r#""\u0062ig""#), key(r#""big""#));
+        assert_eq!(key("-0"), key("0"));
+        assert_eq!(key("1.0"), key("1"));
+        assert_eq!(key("1e2"), key("100"));
+        assert_ne!(key("1"), key(r#""1""#));
+        assert_ne!(key("1.5"), key("1"));
+    }
+
+    #[test]
+    fn own_ids_are_unguessable_and_distinct() {
+        let (mut a, mut b) = (OwnIds::default(), OwnIds::default());
+        let (first, first_key) = a.take();
+        assert_ne!(first, b.take().0, "two sessions share no id");
+        assert_ne!(first, a.take().0);
+        assert_ne!(first, "lro-proxy-1");
+        assert_eq!(first_key, key(&format!("\"{first}\"")));
+    }
+
+    #[test]
+    fn a_broken_line_still_names_its_id() {
+        assert_eq!(
+            lenient_id(b"{\"id\":\"big\",\"result\":1,\"result\":2}"),
+            Some(key(r#""big""#))
+        );
+        assert_eq!(lenient_id(b"{\"id\":7,\"result\":{\"t\":\"\xff\"}}"), Some(key("7")));
+        assert_eq!(lenient_id(b"not json"), None);
+    }
 }

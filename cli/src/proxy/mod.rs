@@ -41,8 +41,11 @@ use upstream::{Link, UpEvent};
 /// How a proxy session ended.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Ending {
-    /// The client closed its side: a normal end.
+    /// The client closed its side and every request it had made was answered: a normal end.
     ClientClosed,
+    /// The client closed its side and the upstream did not answer this many requests within
+    /// the grace period; each got an error response.
+    Abandoned(usize),
     /// The upstream died (a child process exited); every request in flight was failed.
     UpstreamDied(String),
     /// The proxy cannot serve this upstream (it already has a tool named `lro_extract`).
@@ -54,6 +57,13 @@ pub enum Ending {
 /// `lro_extract`'s definition, shared with every other MCP integration.
 pub use lro_host::mcp::Offloader as Settings;
 
+/// How long the proxy keeps relaying after the client closes its input, by default: answers to
+/// requests already made still reach a client that reads to the end (`printf ... | lro proxy`).
+pub const DEFAULT_GRACE: Duration = Duration::from_secs(30);
+
+/// Free room a channel must have before the relay takes the next message that may write to it:
+/// one message can make a few (a response and a list-changed notification).
+const ROOM: usize = 8;
 /// A client request the relay waits on the answer to.
 enum Pending {
     /// Its answer goes through unchanged (stamped for a bridged client); the method.
@@ -90,8 +100,10 @@ struct Session {
     listen: Option<(String, Vec<String>)>,
 }
 
-/// Serves one client on `down_in`/`down_out` in front of `link` until either side ends.
-pub async fn serve<R, W>(settings: Settings, link: Link, down_in: R, down_out: W) -> Ending
+/// Serves one client on `down_in`/`down_out` in front of `link` until either side ends. When
+/// the client closes its input, the answers to its requests still in flight are relayed for up
+/// to `grace`.
+pub async fn serve<R, W>(settings: Settings, link: Link, down_in: R, down_out: W, grace: Duration) -> Ending
 where
     R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
@@ -101,7 +113,7 @@ where
         events: mut up_events,
         finished,
     } = link;
-    let (down, mut to_client) = mpsc::unbounded_channel::<Vec<u8>>();
+    let (down, mut to_client) = mpsc::channel::<Vec<u8>>(upstream::CHANNEL);
     let writer = tokio::spawn(async move {
         let mut out = down_out;
         while let Some(mut message) = to_client.recv().await {
@@ -111,7 +123,7 @@ where
             }
         }
     });
-    let (from_client_tx, mut from_client) = mpsc::unbounded_channel::<Vec<u8>>();
+    let (from_client_tx, mut from_client) = mpsc::channel::<Vec<u8>>(upstream::CHANNEL);
     tokio::spawn(async move {
         let mut reader = BufReader::new(down_in);
         let mut line = Vec::new();
@@ -121,7 +133,7 @@ where
                 Ok(0) | Err(_) => break,
                 Ok(_) => {
                     let text = line.trim_ascii();
-                    if !text.is_empty() && from_client_tx.send(text.to_vec()).is_err() {
+                    if !text.is_empty() && from_client_tx.send(text.to_vec()).await.is_err() {
                         break;
                     }
                 }
@@ -139,37 +151,63 @@ where
         pending: HashMap::new(),
         session: Session::default(),
         files: Arc::new(Mutex::new(Vec::new())),
-        own_ids: 0,
+        own_ids: message::OwnIds::default(),
     };
+    // Clones to wait for room on while `relay` is borrowed by the branch that runs.
+    let (down_room, up_room) = (relay.down.clone(), relay.up.clone());
+    let mut client_open = true;
+    let drain_until = tokio::time::sleep(Duration::MAX / 4);
+    tokio::pin!(drain_until);
     let ending = loop {
+        if !client_open && relay.waiting() == 0 {
+            break Ending::ClientClosed;
+        }
+        let room_down = down_room.capacity() >= ROOM;
+        let room_up = up_room.capacity() >= ROOM;
         tokio::select! {
-            line = from_client.recv() => match line {
+            line = from_client.recv(), if client_open && room_up => match line {
                 Some(line) => relay.on_client(line),
-                None => break Ending::ClientClosed,
+                None => {
+                    client_open = false;
+                    drain_until.as_mut().reset(tokio::time::Instant::now() + grace);
+                }
             },
-            event = up_events.recv() => match event {
+            event = up_events.recv(), if room_down => match event {
                 Some(UpEvent::Message(line)) => relay.on_upstream(line),
                 Some(UpEvent::Failed { id, reason }) => relay.fail(&id, &reason),
                 Some(UpEvent::Died(reason)) => {
-                    relay.fail_all(&reason);
+                    relay.fail_all(&format!("{reason} before answering this request"));
                     break Ending::UpstreamDied(reason);
                 }
                 None => {
                     let reason = "the upstream connection closed".to_owned();
-                    relay.fail_all(&reason);
+                    relay.fail_all(&format!("{reason} before answering this request"));
                     break Ending::UpstreamDied(reason);
                 }
             },
             Some(message) = fatal.recv() => break Ending::Refused(message),
+            // The client is slow to read (or the upstream to take): wait for room rather than
+            // queue without bound.
+            _ = down_room.reserve_many(ROOM), if !room_down => {}
+            _ = up_room.reserve_many(ROOM), if !room_up && client_open => {}
+            () = &mut drain_until, if !client_open => {
+                let waiting = relay.waiting();
+                relay.fail_all(&format!(
+                    "the client closed its input and the upstream did not answer within {} s",
+                    grace.as_secs_f64()
+                ));
+                break Ending::Abandoned(waiting);
+            }
         }
     };
     sweeper.abort();
+    drop((down_room, up_room));
     // Closing the upstream's input asks it to exit; the writer drains what is queued for the
     // client (answers still being intercepted hold their own sender and finish first).
     let Relay { down, up, .. } = relay;
     drop(up);
     drop(down);
-    let _ = tokio::time::timeout(Duration::from_secs(5), writer).await;
+    let _ = tokio::time::timeout(grace.max(Duration::from_secs(5)), writer).await;
     let _ = tokio::time::timeout(Duration::from_secs(3), finished).await;
     ending
 }
@@ -191,22 +229,85 @@ async fn sweep_periodically(settings: Settings) {
 
 struct Relay {
     settings: Settings,
-    down: mpsc::UnboundedSender<Vec<u8>>,
-    up: mpsc::UnboundedSender<Vec<u8>>,
+    down: mpsc::Sender<Vec<u8>>,
+    up: mpsc::Sender<Vec<u8>>,
     fatal: mpsc::UnboundedSender<String>,
     pending: HashMap<String, Pending>,
     session: Session,
     files: Arc<Mutex<Vec<files::Offloaded>>>,
-    own_ids: u64,
+    own_ids: message::OwnIds,
+}
+
+/// Sends on a bounded channel without blocking the relay: the relay only takes a message when
+/// the channel has [`ROOM`], so this overflows only where one message makes many (every request
+/// failing at once), and those wait in a task of their own.
+fn send_or_queue(channel: &mpsc::Sender<Vec<u8>>, message: Vec<u8>) {
+    if let Err(mpsc::error::TrySendError::Full(message)) = channel.try_send(message) {
+        let channel = channel.clone();
+        tokio::spawn(async move {
+            let _ = channel.send(message).await;
+        });
+    }
 }
 
 impl Relay {
     fn to_client(&self, message: Vec<u8>) {
-        let _ = self.down.send(message);
+        send_or_queue(&self.down, message);
     }
 
     fn to_upstream(&self, message: Vec<u8>) {
-        let _ = self.up.send(message);
+        send_or_queue(&self.up, message);
+    }
+
+    /// How many of the client's requests still wait for the upstream's answer.
+    fn waiting(&self) -> usize {
+        self.pending
+            .values()
+            .filter(|p| !matches!(p, Pending::ToolCheck))
+            .count()
+    }
+
+    /// A client line the relay cannot route: a batch is taken apart (each message handled as if
+    /// sent alone, each answered alone); anything else is answered with a JSON-RPC error when it
+    /// has an id, so it is never passed upstream uninspected.
+    fn on_client_other(&mut self, line: &[u8], problem: Option<String>) {
+        if line.trim_ascii_start().starts_with(b"[") {
+            match serde_json::from_slice::<Vec<Box<serde_json::value::RawValue>>>(line) {
+                Ok(batch) if !batch.is_empty() => {
+                    for one in batch {
+                        let one = one.get().as_bytes();
+                        if one.trim_ascii_start().starts_with(b"[") {
+                            self.on_client_other(one, Some("a batch inside a batch".into()));
+                        } else {
+                            self.on_client(one.to_vec());
+                        }
+                    }
+                }
+                Ok(_) => self.to_client(message::error_response(
+                    "null",
+                    message::INVALID_REQUEST,
+                    "lro proxy: an empty batch",
+                )),
+                Err(e) => self.to_client(message::error_response(
+                    "null",
+                    message::PARSE_ERROR,
+                    &format!("lro proxy: the batch is not JSON: {e}"),
+                )),
+            }
+            return;
+        }
+        let problem = problem.unwrap_or_else(|| "neither a request, a notification nor a response".into());
+        match message::lenient_id(line) {
+            Some(id) => {
+                let text = format!("lro proxy: invalid request: {problem}");
+                self.to_client(message::error_response(&id, message::INVALID_REQUEST, &text));
+            }
+            None => {
+                eprintln!("lro proxy: a message from the client was dropped: {problem}");
+                let text = format!("lro proxy: {problem}");
+                self.to_client(message::error_response("null", message::PARSE_ERROR, &text));
+            }
+        }
     }
 
     fn on_client(&mut self, line: Vec<u8>) {
@@ -229,10 +330,17 @@ impl Relay {
                 }
                 return;
             }
-            // Responses to the server's requests (sampling, elicitation, roots), batches, and
-            // anything else the relay does not route.
-            Ok(_) | Err(_) => return self.to_upstream(line),
+            // Answers to the server's requests (sampling, elicitation, roots).
+            Ok(Kind::Response { .. }) => return self.to_upstream(line),
+            Ok(Kind::Other) => return self.on_client_other(&line, None),
+            Err(problem) => return self.on_client_other(&line, Some(problem)),
         };
+        if self.pending.contains_key(&id) {
+            // Two requests in flight under one id: the second's answer could not be told from
+            // the first's, so it is refused here and the first still gets its own.
+            let text = format!("lro proxy: request id {id} is already in use by a request in flight");
+            return self.to_client(message::error_response(&id, message::INVALID_REQUEST, &text));
+        }
         let parsed: Option<Value> = params.as_deref().and_then(|p| serde_json::from_str(p).ok());
         let modern = message::is_modern(parsed.as_ref());
         let line = if self.session.bridged && modern {
@@ -291,7 +399,25 @@ impl Relay {
     }
 
     fn on_upstream(&mut self, line: Vec<u8>) {
-        let Ok(Kind::Response { id, result }) = message::classify(&line) else {
+        let classified = message::classify(&line);
+        if let Err(problem) = &classified {
+            return self.on_upstream_broken(&line, problem);
+        }
+        if matches!(classified, Ok(Kind::Other)) && line.trim_ascii_start().starts_with(b"[") {
+            // A batch from the server: each message is routed (and a response intercepted) as
+            // if it came alone.
+            return match serde_json::from_slice::<Vec<Box<serde_json::value::RawValue>>>(&line) {
+                Ok(batch) => {
+                    for one in batch {
+                        if !one.get().trim_ascii_start().starts_with('[') {
+                            self.on_upstream(one.get().as_bytes().to_vec());
+                        }
+                    }
+                }
+                Err(e) => self.on_upstream_broken(&line, &format!("a batch that is not JSON: {e}")),
+            };
+        }
+        let Ok(Kind::Response { id, result }) = classified else {
             // The server's own requests and notifications reach the client untouched (for a
             // bridged client, list changes go on its listen stream).
             if self.session.bridged {
@@ -303,7 +429,11 @@ impl Relay {
                         let text = format!(
                             "lro proxy: the client speaks 2026-07-28, which has no server-to-client {method} request"
                         );
-                        return self.to_upstream(message::error_response(&id_key(id), -32601, &text));
+                        return self.to_upstream(message::error_response(
+                            &id_key(id),
+                            message::METHOD_NOT_FOUND,
+                            &text,
+                        ));
                     }
                     _ => {}
                 }
@@ -312,7 +442,13 @@ impl Relay {
         };
         let key = id_key(id);
         let Some(pending) = self.pending.remove(&key) else {
-            return self.to_client(line);
+            // No request of the client's waits under this id (answered already, cancelled, or
+            // never made): a second answer is dropped, so every request gets exactly one.
+            eprintln!(
+                "lro proxy: the upstream answered id {} that no request is waiting for; the answer was dropped",
+                message::clip(&key, 200)
+            );
+            return;
         };
         if self.session.bridged
             && let Some(result) = result
@@ -360,38 +496,70 @@ impl Relay {
         }
     }
 
+    /// A line from the upstream that is not a well-formed message (invalid UTF-8, a duplicate
+    /// key, not JSON). A request it seems to answer gets an error instead, and exactly once: the
+    /// line is never passed on, since the client's parser may read it otherwise than ours.
+    fn on_upstream_broken(&mut self, line: &[u8], problem: &str) {
+        let problem = message::clip(problem, 300);
+        match message::lenient_id(line).and_then(|id| Some((self.pending.remove(&id)?, id))) {
+            Some((pending, id)) => {
+                let text = format!(
+                    "lro proxy: the upstream's answer is not a valid JSON-RPC message ({problem}); it was not forwarded"
+                );
+                eprintln!("{text}");
+                self.answer_error(pending, &id, &text);
+            }
+            None => eprintln!(
+                "lro proxy: a message from the upstream was dropped: {problem} ({} bytes)",
+                line.len()
+            ),
+        }
+    }
+
+    /// Fails the request behind `pending` (taken out of the table) with `text`: the client's own
+    /// id for a request the proxy made on its behalf, nothing for the proxy's own checks.
+    fn answer_error(&mut self, pending: Pending, id: &str, text: &str) {
+        match pending {
+            Pending::ToolCheck => {}
+            Pending::Bridge { client_id, .. } => {
+                self.to_client(message::error_response(&client_id, message::INTERNAL_ERROR, text));
+            }
+            _ => self.to_client(message::error_response(id, message::INTERNAL_ERROR, text)),
+        }
+    }
+
     /// Asks the upstream for its tools (from `cursor`), to refuse one named `lro_extract`
     /// before the client lists them.
     fn check_tools(&mut self, cursor: Option<String>) {
-        self.own_ids += 1;
-        let id = format!("lro-proxy-{}", self.own_ids);
+        let (id, key) = self.own_ids.take();
         let params = match cursor {
             Some(cursor) => serde_json::json!({"cursor": cursor}),
             None => serde_json::json!({}),
         };
-        self.pending.insert(format!("\"{id}\""), Pending::ToolCheck);
+        self.pending.insert(key, Pending::ToolCheck);
         self.to_upstream(message::request(&id, "tools/list", &params));
     }
 
     /// Fails one request the upstream cannot answer.
     fn fail(&mut self, id: &str, reason: &str) {
-        let error = message::error_response(id, message::INTERNAL_ERROR, &format!("lro proxy: {reason}"));
+        let text = format!("lro proxy: {reason}");
         match self.pending.remove(id) {
             // A server of the older protocol over HTTP refuses `server/discover` with an HTTP
             // error (no session yet) rather than "method not found": bridge it all the same.
-            Some(Pending::Discover(meta)) => bridge::start(self, id.to_owned(), meta, error),
-            Some(Pending::ToolCheck) | None => {}
-            Some(_) => self.to_client(error),
+            Some(Pending::Discover(meta)) => {
+                let error = message::error_response(id, message::INTERNAL_ERROR, &text);
+                bridge::start(self, id.to_owned(), meta, error);
+            }
+            Some(pending) => self.answer_error(pending, id, &text),
+            None => {}
         }
     }
 
-    /// Fails every request in flight: the upstream is gone.
+    /// Fails every request in flight, saying why.
     fn fail_all(&mut self, reason: &str) {
-        let text = format!("lro proxy: {reason} before answering this request");
+        let text = format!("lro proxy: {reason}");
         for (id, pending) in std::mem::take(&mut self.pending) {
-            if !matches!(pending, Pending::ToolCheck) {
-                self.to_client(message::error_response(&id, message::INTERNAL_ERROR, &text));
-            }
+            self.answer_error(pending, &id, &text);
         }
     }
 }
@@ -410,14 +578,14 @@ fn retarget(line: &[u8], id: &str) -> Vec<u8> {
 /// The `requestId` of `notifications/cancelled` params, as an id key.
 pub(super) fn cancelled_id(params: &str) -> Option<String> {
     let value: Value = serde_json::from_str(params).ok()?;
-    Some(value.get("requestId")?.to_string())
+    message::canonical_id(value.get("requestId")?)
 }
 
 fn method_not_found(line: &[u8]) -> bool {
     serde_json::from_slice::<Value>(line)
         .ok()
         .and_then(|v| v.get("error")?.get("code")?.as_i64())
-        == Some(-32601)
+        == Some(message::METHOD_NOT_FOUND)
 }
 
 /// An `initialize` or `server/discover` result with the capabilities the proxy adds: `tools`

@@ -81,7 +81,7 @@ pub fn extract(relay: &Relay, id: String, call: Call) {
     tokio::task::spawn_blocking(move || {
         let answer = settings.extract(&call.arguments);
         let result = text_result(&answer.text, answer.is_error, call.modern);
-        let _ = down.send(message::response(&id, &result));
+        let _ = down.blocking_send(message::response(&id, &result));
     });
 }
 
@@ -110,7 +110,7 @@ pub fn intercept(relay: &Relay, call: Call, line: Vec<u8>) {
         let complete = serde_json::from_str::<ResultHead<'_>>(result.get())
             .is_ok_and(|head| head.result_type.is_none_or(|t| t == "complete"));
         if !complete {
-            let _ = down.send(line.clone());
+            let _ = down.blocking_send(line.clone());
             return;
         }
         let tool_call = ToolCall {
@@ -135,11 +135,42 @@ pub fn intercept(relay: &Relay, call: Call, line: Vec<u8>) {
                 None
             }
         };
-        let _ = down.send(match forward {
+        let _ = down.blocking_send(match forward {
             Some(result) => message::with_result(raw_id, &result),
             None => line.clone(),
         });
     });
+}
+
+/// The upstream's tools the proxy can list: an entry without a string `name` cannot be called
+/// and would fail the whole page, so it is left out; a tool named `lro_extract` that appears
+/// after the start (through `list_changed`) is hidden by the proxy's own. Each is logged.
+fn listable(tools: Value) -> Value {
+    let Value::Array(items) = tools else {
+        return tools;
+    };
+    let kept = items
+        .into_iter()
+        .enumerate()
+        .filter(|(i, tool)| match tool.get("name").and_then(Value::as_str) {
+            None => {
+                eprintln!(
+                    "lro proxy: the upstream's tools/list has an entry without a string `name` (tools[{i}]: {}); it is left out",
+                    message::clip(&tool.to_string(), 200)
+                );
+                false
+            }
+            Some(EXTRACT_TOOL) => {
+                eprintln!(
+                    "lro proxy: the upstream now lists a tool named `{EXTRACT_TOOL}`; the proxy's own takes that name, so the upstream's is left out"
+                );
+                false
+            }
+            Some(_) => true,
+        })
+        .map(|(_, tool)| tool)
+        .collect();
+    Value::Array(kept)
 }
 
 /// Rewrites one page of the upstream's `tools/list`: `lro_extract` is appended to the last page
@@ -147,12 +178,11 @@ pub fn intercept(relay: &Relay, call: Call, line: Vec<u8>) {
 pub fn list(relay: &Relay, id: String, result: String) {
     let settings = relay.settings.clone();
     let down = relay.down.clone();
-    let fatal = relay.fatal.clone();
     tokio::task::spawn_blocking(move || {
         let rewritten = (|| -> Result<String, String> {
             let mut page: Map<String, Value> = serde_json::from_str(&result)
                 .map_err(|e| format!("the upstream's tools/list result is not an object: {e}"))?;
-            let tools = page.get("tools").map_or_else(|| "[]".to_owned(), Value::to_string);
+            let tools = listable(page.remove("tools").unwrap_or(Value::Array(Vec::new()))).to_string();
             let mut config = settings.config.clone();
             config.extract_tool = !page.contains_key("nextCursor");
             let tools = settings
@@ -163,18 +193,13 @@ pub fn list(relay: &Relay, id: String, result: String) {
             page.insert("tools".into(), serde_json::to_value(&tools).map_err(|e| e.to_string())?);
             serde_json::to_string(&page).map_err(|e| e.to_string())
         })();
-        match rewritten {
-            Ok(page) => {
-                let _ = down.send(message::response(&id, &page));
-            }
+        let _ = down.blocking_send(match rewritten {
+            Ok(page) => message::response(&id, &page),
             Err(reason) => {
                 let text = format!("lro proxy: cannot list the upstream's tools: {reason}");
-                let _ = down.send(message::error_response(&id, message::INTERNAL_ERROR, &text));
-                if reason.contains(EXTRACT_TOOL) {
-                    let _ = fatal.send(text);
-                }
+                message::error_response(&id, message::INTERNAL_ERROR, &text)
             }
-        }
+        });
     });
 }
 

@@ -26,13 +26,19 @@ pub enum UpEvent {
 /// A connected upstream.
 pub struct Link {
     /// Messages to the upstream, one JSON-RPC message each (no newline). Dropping it starts
-    /// the upstream's shutdown.
-    pub send: mpsc::UnboundedSender<Vec<u8>>,
-    /// Messages and failures from the upstream.
-    pub events: mpsc::UnboundedReceiver<UpEvent>,
+    /// the upstream's shutdown. Bounded: an upstream that stops reading slows the relay down
+    /// instead of growing it.
+    pub send: mpsc::Sender<Vec<u8>>,
+    /// Messages and failures from the upstream. Bounded: while the client does not read, the
+    /// upstream's output is not read either, so a flood of notifications waits in the pipe.
+    pub events: mpsc::Receiver<UpEvent>,
     /// Ends when the upstream is shut down (a child has exited or been killed).
     pub finished: JoinHandle<()>,
 }
+
+/// How many messages each channel between the relay and a connection holds: enough to keep
+/// both sides busy, few enough that memory stays flat when one side stops reading.
+pub const CHANNEL: usize = 64;
 
 /// How long a child gets to exit after its stdin closes before it is killed.
 const EXIT_GRACE: Duration = Duration::from_secs(2);
@@ -62,8 +68,8 @@ where
     R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
 {
-    let (send, mut outgoing) = mpsc::unbounded_channel::<Vec<u8>>();
-    let (events_tx, events) = mpsc::unbounded_channel();
+    let (send, mut outgoing) = mpsc::channel::<Vec<u8>>(CHANNEL);
+    let (events_tx, events) = mpsc::channel(CHANNEL);
     let (exited_tx, exited_rx) = tokio::sync::watch::channel(None::<String>);
 
     // The child is watched by one task: it reports the exit status to the reader (so a death
@@ -94,8 +100,17 @@ where
             match reader.read_until(b'\n', &mut line).await {
                 Ok(0) => break None,
                 Ok(_) => {
+                    // A last line without its newline is a server that died while writing it:
+                    // only a complete JSON message is passed on, never a fragment.
+                    if line.last() != Some(&b'\n') && serde_json::from_slice::<serde::de::IgnoredAny>(&line).is_err() {
+                        eprintln!(
+                            "lro proxy: the upstream server's output ended in the middle of a message ({} bytes without a newline); it was dropped",
+                            line.len()
+                        );
+                        break None;
+                    }
                     let text = line.trim_ascii();
-                    if !text.is_empty() && reader_events.send(UpEvent::Message(text.to_vec())).is_err() {
+                    if !text.is_empty() && reader_events.send(UpEvent::Message(text.to_vec())).await.is_err() {
                         return;
                     }
                 }
@@ -103,7 +118,7 @@ where
             }
         };
         let reason = death_reason(exited_rx, end).await;
-        let _ = reader_events.send(UpEvent::Died(reason));
+        let _ = reader_events.send(UpEvent::Died(reason)).await;
     });
 
     let finished = tokio::spawn(async move {

@@ -254,7 +254,13 @@ pub async fn wire_http(url: &str, settings: Settings, generation: Generation) ->
 async fn connect(link: upstream::Link, settings: Settings, generation: Generation) -> Wired {
     let (proxy_down, client_end) = tokio::io::duplex(1 << 16);
     let (down_read, down_write) = tokio::io::split(proxy_down);
-    let ending = tokio::spawn(proxy::serve(settings, link, down_read, down_write));
+    let ending = tokio::spawn(proxy::serve(
+        settings,
+        link,
+        down_read,
+        down_write,
+        proxy::DEFAULT_GRACE,
+    ));
     let (seen_tx, seen) = mpsc::unbounded_channel();
     let (version, mode) = lifecycle(generation);
     let client = Client { version, seen: seen_tx }

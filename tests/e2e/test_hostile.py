@@ -1,0 +1,358 @@
+"""`lro proxy` under hostile and careless use (issue 34): the real binary, a scripted client that
+writes JSON-RPC lines and closes its input, a hand-written server that misbehaves on purpose
+(hostile_server.py) and loopback HTTP servers that redirect. Every request gets exactly one
+answer; nothing the proxy cannot inspect reaches the client whole.
+"""
+
+import http.server
+import json
+import os
+import socketserver
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent.parent
+LRO = os.environ.get("LRO_BIN", str(ROOT / "target" / "debug" / "lro"))
+HOSTILE = [sys.executable, str(HERE / "hostile_server.py")]
+
+INIT = {"jsonrpc": "2.0", "id": 100, "method": "initialize", "params": {
+    "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "script", "version": "1"}}}
+INITIALIZED = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+
+
+def call(mid, tool, arguments=None):
+    return {"jsonrpc": "2.0", "id": mid, "method": "tools/call", "params": {"name": tool, "arguments": arguments or {}}}
+
+
+def proxy_command(out: Path, upstream: list[str], *flags: str) -> list[str]:
+    return [LRO, "proxy", "--output-dir", str(out), "--threshold", "500", *flags, "--", *upstream]
+
+
+def scripted(out: Path, lines: list, upstream=None, flags=(), timeout=60, keep_open=True):
+    return client(proxy_command(out, upstream or HOSTILE, *flags), lines, timeout, keep_open)
+
+
+def client(command: list, lines: list, timeout=60, keep_open=True):
+    """Writes `lines` to the proxy as a scripted client; returns (exit code, the messages it
+    printed, stderr). With `keep_open` the client keeps its input open until every request it
+    made was answered (or the proxy ended), then closes it, so each test meets its own defect
+    and not the one of a client that closes early; without, it closes its input at once, as
+    `printf ... | lro proxy` does."""
+    data = b"".join((line if isinstance(line, bytes) else json.dumps(line).encode()) + b"\n" for line in lines)
+    expected = set()
+    for line in lines:
+        for message in (json.loads(line) if isinstance(line, bytes) else line,):
+            for one in message if isinstance(message, list) else [message]:
+                if isinstance(one, dict) and "id" in one and "method" in one:
+                    expected.add(json.dumps(one["id"]))
+    proc = subprocess.Popen(command, stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    printed, errors = [], []
+    reader = threading.Thread(target=lambda: printed.extend(proc.stdout), daemon=True)
+    reader.start()
+    threading.Thread(target=lambda: errors.extend(proc.stderr), daemon=True).start()
+    proc.stdin.write(data)
+    proc.stdin.flush()
+    deadline = time.monotonic() + timeout
+    while keep_open and time.monotonic() < deadline and proc.poll() is None:
+        seen = {json.dumps(m.get("id")) for m in map(json.loads, list(printed)) if isinstance(m, dict)}
+        if expected <= seen:
+            break
+        time.sleep(0.05)
+    proc.stdin.close()
+    code = proc.wait(timeout=max(1, deadline - time.monotonic()))
+    reader.join(timeout=5)
+    time.sleep(0.1)
+    messages = [json.loads(line) for line in printed if line.strip()]
+    return code, messages, b"".join(errors).decode(errors="replace")
+
+
+def answers(printed: list) -> dict:
+    """The responses by id; fails when an id was answered twice."""
+    by_id = {}
+    for message in printed:
+        if isinstance(message, dict) and "id" in message and ("result" in message or "error" in message):
+            key = json.dumps(message["id"])
+            assert key not in by_id, f"id {key} answered twice: {by_id[key]} and {message}"
+            by_id[key] = message
+    return by_id
+
+
+def text_of(response) -> str:
+    return response["result"]["content"][0]["text"]
+
+
+def offloaded(response) -> str:
+    """The file a descriptor names; fails when the response is not a descriptor."""
+    descriptor = json.loads(text_of(response))
+    assert descriptor.get("offloaded") is True, descriptor
+    return next(iter(descriptor["files"].values()))
+
+
+# --- 1, 2: a client that closes its input, an upstream that dies ------------------------------
+
+
+def test_a_client_that_closes_its_input_gets_every_answer(tmp_path):
+    code, printed, stderr = scripted(tmp_path, [
+        INIT, INITIALIZED, {"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+        call(2, "rows", {"n": 5, "delay": 0.5}), call(3, "rows", {"n": 3000, "delay": 1})], keep_open=False)
+    got = answers(printed)
+    assert set(got) == {"100", "1", "2", "3"}, (got.keys(), stderr)
+    assert "lro_extract" in [t["name"] for t in got["1"]["result"]["tools"]]
+    assert len(json.loads(text_of(got["2"]))) == 5
+    assert offloaded(got["3"]).startswith(str(tmp_path)), "the large one offloaded"
+    assert code == 0, stderr
+
+
+def test_answers_not_given_within_the_grace_period_fail_and_the_exit_says_so(tmp_path):
+    code, printed, stderr = scripted(tmp_path, [INIT, INITIALIZED, call(1, "rows", {"n": 2, "delay": 5})],
+                                     flags=("--grace", "0.5"), timeout=30, keep_open=False)
+    got = answers(printed)
+    assert "did not answer within 0.5 s" in got["1"]["error"]["message"], got
+    assert code == 1 and "--grace" in stderr, (code, stderr)
+
+
+def test_an_upstream_that_dies_fails_each_request_once_even_after_the_client_closed(tmp_path):
+    code, printed, stderr = scripted(tmp_path, [
+        INIT, INITIALIZED, call(1, "exit"), call(2, "rows", {"n": 2})], keep_open=False)
+    got = answers(printed)
+    assert set(got) == {"100", "1", "2"}, got
+    for mid in ("1", "2"):
+        assert "exited" in got[mid]["error"]["message"], got[mid]
+    assert code == 1, (code, stderr)
+
+
+# --- 8, 9, 12: exactly one answer, whatever the ids and bytes ---------------------------------
+
+
+@pytest.mark.parametrize("mid", ["big", 0, 7])
+def test_a_respelt_id_still_answers_its_request_once_and_offloaded(tmp_path, mid):
+    code, printed, _ = scripted(tmp_path, [INIT, INITIALIZED, call(mid, "respell"), call(99, "exit")])
+    got = answers(printed)
+    response = got[json.dumps(mid)]
+    assert offloaded(response), "intercepted, not forwarded raw"
+    assert len(got) == 3 and code == 1
+
+
+@pytest.mark.parametrize("tool", ["bad_utf8", "dup_result", "partial"])
+def test_a_broken_answer_is_one_error_never_the_raw_bytes(tmp_path, tool):
+    code, printed, stderr = scripted(tmp_path, [INIT, INITIALIZED, call(5, tool), call(6, "exit")])
+    got = answers(printed)  # also: no id answered twice
+    assert "error" in got["5"], got["5"]
+    assert len(json.dumps(got["5"])) < 2000, "the large answer was not passed on"
+    if tool == "partial":
+        assert "middle of a message" in stderr, stderr
+
+
+def test_a_client_id_like_the_proxys_own_gets_its_own_answer(tmp_path):
+    log = tmp_path / "ids.jsonl"
+    code, printed, _ = scripted(tmp_path, [
+        INIT, call("lro-proxy-1", "rows", {"n": 3, "delay": 0.3}), INITIALIZED,
+        {"jsonrpc": "2.0", "id": "lro-proxy-2", "method": "tools/list"}],
+        upstream=[*HOSTILE, "--log", str(log)])
+    got = answers(printed)
+    assert len(json.loads(text_of(got['"lro-proxy-1"']))) == 3
+    assert "lro_extract" in [t["name"] for t in got['"lro-proxy-2"']["result"]["tools"]]
+    seen = [json.loads(line) for line in log.read_text().splitlines()]
+    own = [s["id"] for s in seen if s["id"] not in ("lro-proxy-1", "lro-proxy-2", 100)]
+    assert own and all(i.startswith("lro-proxy-") and len(i) > 30 for i in own), own
+
+
+def test_two_requests_in_flight_under_one_id_each_get_one_answer(tmp_path):
+    _, printed, _ = scripted(tmp_path, [INIT, INITIALIZED, call(1, "rows", {"n": 2, "delay": 0.5}),
+                                        call(1, "rows", {"n": 4})])
+    ones = [m for m in printed if m.get("id") == 1]
+    assert len(ones) == 2, ones
+    assert "already in use" in ones[0]["error"]["message"]
+    assert len(json.loads(text_of(ones[1]))) == 2
+
+
+def test_a_batch_is_taken_apart_and_its_results_intercepted(tmp_path):
+    batch = json.dumps([call(1, "rows", {"n": 3000}), {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}]).encode()
+    _, printed, _ = scripted(tmp_path, [INIT, INITIALIZED, batch, call(3, "batch_rows")])
+    got = answers(printed)
+    assert offloaded(got["1"])
+    assert "lro_extract" in [t["name"] for t in got["2"]["result"]["tools"]]
+    assert offloaded(got["3"]), "a server's batch answer is intercepted too"
+
+
+def test_a_request_with_duplicate_keys_is_refused_not_passed_on(tmp_path):
+    log = tmp_path / "ids.jsonl"
+    duplicate = b'{"jsonrpc":"2.0","id":4,"method":"tools/list","method":"tools/call","params":{"name":"rows"}}'
+    _, printed, _ = scripted(tmp_path, [INIT, INITIALIZED, duplicate], upstream=[*HOSTILE, "--log", str(log)])
+    got = answers(printed)
+    assert got["4"]["error"]["code"] == -32600, got
+    assert 4 not in [json.loads(line)["id"] for line in log.read_text().splitlines()]
+
+
+# --- 10, 12: tools ------------------------------------------------------------------------------
+
+
+def test_a_nameless_tool_is_left_out_and_the_rest_listed(tmp_path):
+    _, printed, stderr = scripted(tmp_path, [INIT, INITIALIZED, {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}],
+                                  upstream=[*HOSTILE, "--nameless"])
+    names = [t["name"] for t in answers(printed)["1"]["result"]["tools"]]
+    assert "rows" in names and names[-1] == "lro_extract", names
+    assert "without a string `name`" in stderr, stderr
+
+
+def test_an_upstream_lro_extract_added_later_is_hidden_and_the_session_goes_on(tmp_path):
+    code, printed, stderr = scripted(tmp_path, [
+        INIT, INITIALIZED, call(1, "add_extract"), {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+        call(3, "rows", {"n": 2, "delay": 0.3})])
+    got = answers(printed)
+    listed = got["2"]["result"]["tools"]
+    extract = [t for t in listed if t["name"] == "lro_extract"]
+    assert len(extract) == 1 and extract[0]["description"] != "the server's own", listed
+    assert len(json.loads(text_of(got["3"]))) == 2
+    assert code == 0 and "lro proxy: lro proxy" not in stderr, stderr
+
+
+# --- 11: a client that stops reading ------------------------------------------------------------
+
+
+def rss_kib(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    raise AssertionError("no VmRSS")
+
+
+def test_a_flood_to_a_client_that_does_not_read_keeps_memory_flat(tmp_path):
+    proc = subprocess.Popen(proxy_command(tmp_path, HOSTILE), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL)
+    try:
+        for message in (INIT, INITIALIZED):
+            proc.stdin.write(json.dumps(message).encode() + b"\n")
+        proc.stdin.flush()
+        assert json.loads(proc.stdout.readline())["id"] == 100
+        time.sleep(1)
+        before = rss_kib(proc.pid)
+        # 200,000 notifications of about 400 bytes: 80 MB the client does not read for 4 s.
+        proc.stdin.write(json.dumps(call(1, "flood", {"n": 200_000})).encode() + b"\n")
+        proc.stdin.flush()
+        time.sleep(4)
+        grown = rss_kib(proc.pid) - before
+        assert grown < 30_000, f"the proxy grew by {grown} KiB while the client did not read"
+        # Then the client reads: everything arrives, the answer last.
+        count = 0
+        while True:
+            message = json.loads(proc.stdout.readline())
+            if message.get("id") == 1:
+                break
+            count += 1
+        assert count == 200_000
+        assert text_of(message) == "flood done"
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+# --- 5: redirects -------------------------------------------------------------------------------
+
+
+class Recorder(http.server.BaseHTTPRequestHandler):
+    seen: list = []
+    redirect_to = None
+
+    def log_message(self, *args):
+        pass
+
+    def do_POST(self):
+        body = self.rfile.read(int(self.headers.get("content-length", 0)))
+        type(self).seen.append({"path": self.path, "headers": {k.lower(): v for k, v in self.headers.items()}, "body": body})
+        if self.redirect_to and self.path == "/mcp":
+            self.send_response(307)
+            self.send_header("Location", self.redirect_to)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
+        message = json.loads(body)
+        if "id" not in message:
+            self.send_response(202)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
+        reply = json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "serverInfo": {"name": "r", "version": "1"}}}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Mcp-Session-Id", "secret-session")
+        self.send_header("Content-Length", str(len(reply)))
+        self.end_headers()
+        self.wfile.write(reply)
+
+    def do_GET(self):
+        self.send_response(405)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def do_DELETE(self):
+        self.send_response(200)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+
+def serve(handler):
+    server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
+def test_a_redirect_to_another_origin_is_not_followed_and_no_secret_leaves(tmp_path):
+    other = type("Other", (Recorder,), {"seen": [], "redirect_to": None})
+    elsewhere = serve(other)
+    first = type("First", (Recorder,), {"seen": [],
+                                        "redirect_to": f"http://127.0.0.1:{elsewhere.server_address[1]}/mcp"})
+    origin = serve(first)
+    try:
+        url = f"http://127.0.0.1:{origin.server_address[1]}/mcp"
+        _, printed, _ = client([LRO, "proxy", "--output-dir", str(tmp_path), "--url", url,
+                                "--header", "X-Api-Key: s3cret"], [INIT], timeout=30)
+        got = answers(printed)
+        assert "another origin" in got["100"]["error"]["message"], got
+        assert other.seen == [], "nothing reached the other origin"
+        assert first.seen and first.seen[0]["headers"].get("x-api-key") == "s3cret"
+    finally:
+        origin.shutdown()
+        elsewhere.shutdown()
+
+
+def test_a_redirect_within_the_origin_is_followed(tmp_path):
+    handler = type("Same", (Recorder,), {"seen": [], "redirect_to": "/mcp2"})
+    server = serve(handler)
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/mcp"
+        _, printed, _ = client([LRO, "proxy", "--output-dir", str(tmp_path), "--url", url], [INIT], timeout=30)
+        got = answers(printed)
+        assert got["100"]["result"]["serverInfo"]["name"] == "r", got
+        assert [s["path"] for s in handler.seen][:2] == ["/mcp", "/mcp2"]
+    finally:
+        server.shutdown()
+
+
+# --- 15: values that cannot work ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("flags, wrong", [
+    (["--ttl", "0"], "ttl_seconds is 0"),
+    (["--memory-limit", "0"], "--memory-limit must be at least"),
+    (["--grace=-1"], "--grace must be"),
+])
+def test_values_that_cannot_work_are_usage_errors(tmp_path, flags, wrong):
+    done = subprocess.run([LRO, "proxy", "--output-dir", str(tmp_path), *flags, "--", *HOSTILE],
+                          input=b"", capture_output=True, timeout=30)
+    assert done.returncode == 2 and wrong in done.stderr.decode(), (done.returncode, done.stderr)
+
+
+def test_ttl_zero_from_the_environment_is_refused_too(tmp_path):
+    env = dict(os.environ, ATLATL_PROMPT__OFFLOAD__TTL_SECONDS="0")
+    done = subprocess.run([LRO, "proxy", "--output-dir", str(tmp_path), "--", *HOSTILE], input=b"",
+                          capture_output=True, timeout=30, env=env)
+    assert done.returncode == 2 and "ttl_seconds is 0" in done.stderr.decode(), done.stderr
