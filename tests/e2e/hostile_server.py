@@ -11,7 +11,8 @@ It speaks raw JSON-RPC lines (no SDK: an SDK would refuse to send what this send
 - `flood {"n": N}`: N progress notifications of ~400 bytes, then the answer;
 - `add_extract`: from now on `tools/list` also lists a tool named `lro_extract`
   (announced with `notifications/tools/list_changed`);
-- `batch_rows`: the answer inside a JSON-RPC batch.
+- `batch_rows`: the answer inside a JSON-RPC batch;
+- `huge {"mb": N}`: a JSON array of rows of about N MB as one text block.
 
 Arguments: `--nameless` lists a tool without a name besides the others. The ids of every
 request the server received are appended to the file named by `--log`, one JSON line each.
@@ -47,7 +48,7 @@ def text_result(text):
 
 
 def tools():
-    names = ["rows", "exit", "respell", "bad_utf8", "dup_result", "partial", "flood", "add_extract", "batch_rows"]
+    names = ["rows", "exit", "respell", "bad_utf8", "dup_result", "partial", "flood", "add_extract", "batch_rows", "huge"]
     listed = [{"name": n, "description": f"the {n} attack", "inputSchema": {"type": "object"}} for n in names]
     if nameless:
         listed.insert(1, {"description": "a tool with no name", "inputSchema": {"type": "object"}})
@@ -116,6 +117,13 @@ for line in sys.stdin.buffer:
             extra_extract = True
             send({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
             send({"jsonrpc": "2.0", "id": mid, "result": text_result("added")})
+        elif name == "huge":
+            row = json.dumps({"id": 0, "name": "a row of the huge result", "payload": "z" * 60})
+            count = int(float(args.get("mb", 1)) * (1 << 20) / (len(row) + 1))
+            text = "[" + ",".join([row] * count) + "]"
+            body = json.dumps(text_result(text))
+            del text
+            raw(f'{{"jsonrpc":"2.0","id":{json.dumps(mid)},"result":{body}}}\n'.encode())
         elif name == "batch_rows":
             send([{"jsonrpc": "2.0", "id": mid, "result": text_result(big_text())}])
         else:

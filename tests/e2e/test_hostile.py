@@ -214,6 +214,20 @@ def test_an_upstream_lro_extract_added_later_is_hidden_and_the_session_goes_on(t
     assert code == 0 and "lro proxy: lro proxy" not in stderr, stderr
 
 
+# --- 4: a result too large for the component ------------------------------------------------
+
+
+def test_a_result_the_component_cannot_take_is_cut_never_forwarded_whole(tmp_path):
+    code, printed, stderr = scripted(tmp_path, [INIT, INITIALIZED, call(1, "huge", {"mb": 40})],
+                                     flags=("--memory-limit", "32"))
+    response = answers(printed)["1"]
+    assert len(json.dumps(response)) < 20_000, f"{len(json.dumps(response))} bytes reached the client"
+    cut = json.loads(text_of(response))
+    assert cut["truncated"] is True and cut["total_bytes"] > 40_000_000, cut.keys()
+    assert "memory" in cut["lro_warning"] and cut["preview"].startswith('[{"id": 0'), cut["lro_warning"]
+    assert "could not be offloaded and was cut" in stderr
+
+
 # --- 11: a client that stops reading ------------------------------------------------------------
 
 

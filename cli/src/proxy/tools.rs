@@ -129,8 +129,22 @@ pub fn intercept(relay: &Relay, call: Call, line: Vec<u8>) {
                 eprintln!("lro proxy: {}: {}", call.tool, degraded.warning);
                 Some(degraded.result)
             }
+            // The spec's fallback: the call never fails because offloading did. A result that
+            // may be above the threshold (tokens never outnumber bytes) is not forwarded whole
+            // though: the reason to offload it holds all the more when the component could not.
+            Err(e) if result.get().len() as u64 > u64::from(settings.config.threshold_tokens) => {
+                eprintln!(
+                    "lro proxy: {}: the result ({} bytes) could not be offloaded and was cut: {e}",
+                    call.tool,
+                    result.get().len()
+                );
+                Some(cut_result(
+                    result.get(),
+                    &e.to_string(),
+                    settings.config.threshold_tokens,
+                ))
+            }
             Err(e) => {
-                // The spec's fallback: the call never fails because offloading did.
                 eprintln!("lro proxy: {}: the result was forwarded as it came: {e}", call.tool);
                 None
             }
@@ -230,5 +244,113 @@ pub fn check_page(relay: &mut Relay, result: &str) {
         ));
     } else if let Some(cursor) = page.get("nextCursor").and_then(Value::as_str) {
         relay.check_tools(Some(cursor.to_owned()));
+    }
+}
+
+/// The first text block of a `CallToolResult`, borrowed as its JSON string literal.
+#[derive(Deserialize)]
+struct TextHead<'a> {
+    #[serde(borrow, default)]
+    content: Vec<BlockHead<'a>>,
+    #[serde(borrow, rename = "_meta", default)]
+    meta: Option<&'a RawValue>,
+}
+
+#[derive(Deserialize)]
+struct BlockHead<'a> {
+    #[serde(borrow, default)]
+    text: Option<&'a RawValue>,
+}
+
+/// The fallback for a result too large for the component: the degraded form's `truncated` and
+/// `lro_warning`, and the first characters of its text (about half the threshold's tokens) as
+/// `preview`, read from the JSON text without decoding the rest of it.
+fn cut_result(result: &str, reason: &str, threshold_tokens: u32) -> String {
+    let head: Option<TextHead<'_>> = serde_json::from_str(result).ok();
+    let raw = head
+        .as_ref()
+        .and_then(|h| h.content.iter().find_map(|b| b.text))
+        .map_or("\"\"", |t| t.get());
+    let budget = (threshold_tokens as usize).saturating_mul(2).max(64);
+    let preview = string_prefix(raw, budget);
+    let warning = format!(
+        "LRO could not offload this result ({}), and it is too large to forward whole ({} bytes). Showing its first {} characters; the rest is not available. Narrow the request to see it.",
+        message::clip(reason, 300),
+        result.len(),
+        preview.chars().count()
+    );
+    let text =
+        serde_json::json!({"truncated": true, "total_bytes": result.len(), "lro_warning": warning, "preview": preview});
+    let mut cut = Map::new();
+    cut.insert(
+        "content".into(),
+        serde_json::json!([{"type": "text", "text": text.to_string()}]),
+    );
+    if let Some(meta) = head
+        .as_ref()
+        .and_then(|h| h.meta)
+        .and_then(|m| serde_json::from_str(m.get()).ok())
+    {
+        cut.insert("_meta".into(), meta);
+    }
+    Value::Object(cut).to_string()
+}
+
+/// The first `max` bytes or so of the JSON string literal `raw`, decoded: cut on a character
+/// boundary and backed off past a cut escape, so only the prefix is ever decoded.
+fn string_prefix(raw: &str, max: usize) -> String {
+    if raw.len() <= max {
+        return serde_json::from_str(raw).unwrap_or_default();
+    }
+    let mut end = max;
+    while !raw.is_char_boundary(end) {
+        end -= 1;
+    }
+    // An escape is at most 12 bytes (`\uD83D\uDE00`): backing off that far always finds a cut
+    // outside one.
+    for back in 0..=12 {
+        let Some(cut) = end.checked_sub(back).filter(|&c| raw.is_char_boundary(c) && c >= 1) else {
+            break;
+        };
+        if let Ok(text) = serde_json::from_str::<String>(&format!("{}\"", &raw[..cut])) {
+            return text;
+        }
+    }
+    String::new()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_cut_result_shows_a_decoded_prefix_and_says_why() {
+        let text = format!("caf\u{e9} \\\"quoted\\\" {}", "row ".repeat(10_000));
+        let result = serde_json::json!({"content": [{"type": "text", "text": text}], "_meta": {"k": 1}}).to_string();
+        let cut: Value = serde_json::from_str(&cut_result(&result, "limit exceeded: memory", 100)).unwrap();
+        let inner: Value = serde_json::from_str(cut["content"][0]["text"].as_str().unwrap()).unwrap();
+        assert_eq!(inner["truncated"], true);
+        assert_eq!(inner["total_bytes"], result.len());
+        let preview = inner["preview"].as_str().unwrap();
+        assert!(
+            text.starts_with(preview) && preview.len() >= 150 && preview.len() <= 200,
+            "{preview:?}"
+        );
+        assert!(
+            inner["lro_warning"]
+                .as_str()
+                .unwrap()
+                .contains("limit exceeded: memory")
+        );
+        assert_eq!(cut["_meta"], serde_json::json!({"k": 1}));
+    }
+
+    #[test]
+    fn a_prefix_never_ends_inside_an_escape() {
+        let raw = r#""ab\ud83d\ude00\u00e9\n\"cd""#;
+        for max in 0..raw.len() + 2 {
+            let prefix = string_prefix(raw, max);
+            assert!("ab\u{1F600}\u{e9}\n\"cd".starts_with(&prefix), "{max}: {prefix:?}");
+        }
     }
 }
