@@ -39,6 +39,11 @@ pub async fn connect(args: &[String]) -> anyhow::Result<Session> {
 }
 
 impl Session {
+    /// The child's process id (for reading its memory use), while it runs.
+    pub fn pid(&self) -> Option<u32> {
+        self._child.id()
+    }
+
     /// Calls `tool` with `arguments` (a JSON object).
     pub async fn call(&self, tool: &'static str, arguments: Value) -> anyhow::Result<CallToolResult> {
         let arguments = match arguments {

@@ -113,9 +113,88 @@ async fn measure(out: &mut String, targets: &mut Vec<Target>, work: &str, quick:
             });
         }
     }
+    let memory_bytes = {
+        let (_, all) = recall(&direct, MEMORIES as u64).await?;
+        text(&all).len() / MEMORIES
+    };
     direct.client.cancel().await.ok();
     proxied.client.cancel().await.ok();
+    peak_memory(out, targets, work, quick, memory_bytes).await
+}
+
+/// The proxy's peak resident memory while it takes one large result (`VmHWM` of the proxy
+/// process), a fresh proxy and server for each size.
+async fn peak_memory(
+    out: &mut String,
+    targets: &mut Vec<Target>,
+    work: &str,
+    quick: bool,
+    memory_bytes: usize,
+) -> anyhow::Result<()> {
+    let exe = crate::session::exe()?;
+    writeln!(
+        out,
+        "\nThe proxy's peak memory (`VmHWM`) with one large result: `lro proxy --output-dir DIR -- lro \
+         sample --serve --count N` (the default threshold and limits), one `recall_memories` of all N \
+         memories (about {memory_bytes} bytes each). *Before*: its peak after `initialize`.\n\n\
+         | result | the client receives | before | peak | peak / result |\n|---:|---|---:|---:|---:|"
+    )?;
+    let sizes: &[usize] = if quick { &[10] } else { &[10, 100, 250] };
+    for &mb in sizes {
+        let count = (mb << 20) / memory_bytes.max(1);
+        let args: Vec<String> = [
+            "proxy",
+            "--output-dir",
+            work,
+            "--",
+            &exe,
+            "sample",
+            "--serve",
+            "--count",
+        ]
+        .map(str::to_owned)
+        .into_iter()
+        .chain([count.to_string()])
+        .collect();
+        let session = connect(&args).await?;
+        let pid = session.pid().context("the proxy's process id")?;
+        let before = peak_kib(pid)?;
+        let (_, result) = recall(&session, 0).await?;
+        let peak = peak_kib(pid)?;
+        let received = text(&result);
+        let what = match serde_json::from_str::<Value>(received) {
+            Ok(v) if v.get("jq_recipes").is_some() => "a descriptor",
+            Ok(v) if v.get("truncated").is_some() => "a cut result",
+            _ => "the whole result",
+        };
+        session.client.cancel().await.ok();
+        remove_all_in(Path::new(work))?;
+        let size = (count * memory_bytes) as f64;
+        let ratio = peak as f64 * 1024.0 / size;
+        writeln!(
+            out,
+            "| {:.0} MB | {what} | {:.0} MB | {:.0} MB | {ratio:.1}x |",
+            size / 1e6,
+            before as f64 * 1024.0 / 1e6,
+            peak as f64 * 1024.0 / 1e6
+        )?;
+        targets.push(Target {
+            what: format!("proxy: peak memory with a {mb} MB result"),
+            figure: format!("{ratio:.1}x the result, {what} (target ≤ 1.5x)"),
+            met: ratio <= 1.5,
+        });
+    }
     Ok(())
+}
+
+/// `VmHWM` of process `pid`, in KiB.
+fn peak_kib(pid: u32) -> anyhow::Result<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).context("reading the proxy's memory use")?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .context("no VmHWM in /proc/PID/status")
 }
 
 fn signed_ms(seconds: f64) -> String {
