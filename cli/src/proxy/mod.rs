@@ -132,8 +132,8 @@ where
             match reader.read_until(b'\n', &mut line).await {
                 Ok(0) | Err(_) => break,
                 Ok(_) => {
-                    let text = line.trim_ascii();
-                    if !text.is_empty() && from_client_tx.send(text.to_vec()).await.is_err() {
+                    let message = upstream::take_trimmed(&mut line);
+                    if !message.is_empty() && from_client_tx.send(message).await.is_err() {
                         break;
                     }
                 }

@@ -109,8 +109,8 @@ where
                         );
                         break None;
                     }
-                    let text = line.trim_ascii();
-                    if !text.is_empty() && reader_events.send(UpEvent::Message(text.to_vec())).await.is_err() {
+                    let message = take_trimmed(&mut line);
+                    if !message.is_empty() && reader_events.send(UpEvent::Message(message)).await.is_err() {
                         return;
                     }
                 }
@@ -168,4 +168,17 @@ async fn death_reason(mut exited: tokio::sync::watch::Receiver<Option<String>>, 
         Some(e) => format!("reading from the upstream server failed: {e}"),
         None => "the upstream server closed its output".to_owned(),
     }
+}
+
+/// The line read into `line`, without surrounding whitespace, moved out rather than copied: a
+/// large result is not held twice, and the buffer does not keep a large message's capacity
+/// for the rest of the session.
+pub(super) fn take_trimmed(line: &mut Vec<u8>) -> Vec<u8> {
+    let end = line.len() - line.iter().rev().take_while(|b| b.is_ascii_whitespace()).count();
+    line.truncate(end);
+    let start = line.iter().take_while(|b| b.is_ascii_whitespace()).count();
+    if start > 0 {
+        line.drain(..start);
+    }
+    std::mem::take(line)
 }
