@@ -351,6 +351,44 @@ def test_a_redirect_within_the_origin_is_followed(tmp_path):
         server.shutdown()
 
 
+class Flooding(http.server.BaseHTTPRequestHandler):
+    """Answers every POST with HTTP 500 and a 150 MB body."""
+
+    def log_message(self, *args):
+        pass
+
+    def do_POST(self):
+        self.rfile.read(int(self.headers.get("content-length", 0)))
+        self.send_response(500)
+        self.send_header("Content-Length", str(150 << 20))
+        self.end_headers()
+        chunk = b"e" * (1 << 20)
+        try:
+            for _ in range(150):
+                self.wfile.write(chunk)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+
+
+def test_an_error_answer_of_any_size_is_read_only_as_far_as_the_message_needs(tmp_path):
+    server = serve(Flooding)
+    proc = subprocess.Popen([LRO, "proxy", "--output-dir", str(tmp_path), "--url",
+                             f"http://127.0.0.1:{server.server_address[1]}/mcp"],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    try:
+        proc.stdin.write(json.dumps(INIT).encode() + b"\n")
+        proc.stdin.flush()
+        answer = json.loads(proc.stdout.readline())
+        assert "HTTP 500" in answer["error"]["message"] and len(answer["error"]["message"]) < 1000, answer
+        peak = next(int(line.split()[1]) for line in Path(f"/proc/{proc.pid}/status").read_text().splitlines()
+                    if line.startswith("VmHWM:"))
+        assert peak < 120_000, f"the proxy's peak was {peak} KiB for an error message"
+    finally:
+        proc.kill()
+        proc.wait()
+        server.shutdown()
+
+
 # --- 15: values that cannot work ----------------------------------------------------------------
 
 

@@ -317,8 +317,7 @@ async fn post(shared: &Shared, message: &[u8], id: Option<&str>, is_initialize: 
         )));
     }
     if !status.is_success() {
-        let body = response.text().await.unwrap_or_default();
-        let body: String = body.chars().take(500).collect();
+        let body = error_body(response).await;
         return Err(Failure::Other(format!("answered HTTP {status}: {}", body.trim())));
     }
     if is_initialize && let Some(session) = response.headers().get(SESSION_ID).and_then(|v| v.to_str().ok()) {
@@ -378,6 +377,19 @@ async fn read_reply(shared: &Shared, response: Response, id: Option<&str>, is_in
     } else {
         Err(Failure::Other("ended its answer without a response".to_owned()))
     }
+}
+
+/// The start of an error answer's body, for the message: at most 2 KiB is read, so a server
+/// that answers an error with gigabytes is not held in memory.
+async fn error_body(mut response: Response) -> String {
+    let mut body = Vec::new();
+    while body.len() < 2048 {
+        match response.chunk().await {
+            Ok(Some(chunk)) => body.extend_from_slice(&chunk),
+            _ => break,
+        }
+    }
+    String::from_utf8_lossy(&body).chars().take(500).collect()
 }
 
 fn protocol_version(result: &str) -> Option<String> {
