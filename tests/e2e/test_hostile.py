@@ -228,6 +228,27 @@ def test_a_result_the_component_cannot_take_is_cut_never_forwarded_whole(tmp_pat
     assert "could not be offloaded and was cut" in stderr
 
 
+def test_many_large_results_at_once_are_offloaded_a_few_at_a_time(tmp_path):
+    proc = subprocess.Popen(proxy_command(tmp_path, HOSTILE), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL)
+    try:
+        lines = [INIT, INITIALIZED] + [call(i, "huge", {"mb": 8}) for i in range(1, 9)]
+        proc.stdin.write(b"".join(json.dumps(m).encode() + b"\n" for m in lines))
+        proc.stdin.flush()
+        done = {}
+        while len(done) < 9:
+            message = json.loads(proc.stdout.readline())
+            done[message["id"]] = message
+        assert all(offloaded(done[i]) for i in range(1, 9))
+        peak = next(int(line.split()[1]) for line in Path(f"/proc/{proc.pid}/status").read_text().splitlines()
+                    if line.startswith("VmHWM:"))
+        # Each 8 MB offload takes about 120 MB in the component: eight at once peaked at 700 MB.
+        assert peak < 450_000, f"the proxy's peak was {peak} KiB"
+    finally:
+        proc.kill()
+        proc.wait()
+
+
 # --- 11: a client that stops reading ------------------------------------------------------------
 
 

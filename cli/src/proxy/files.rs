@@ -179,7 +179,7 @@ pub fn read(relay: &Relay, id: String, params: Option<&Value>, modern: bool) {
     };
     let settings = relay.settings.clone();
     let down = relay.down.clone();
-    tokio::task::spawn_blocking(move || {
+    relay.component(move || {
         let path = Path::new(&settings.config.output_dir).join(&name);
         // Numbers only (checked above) go into the filter, so nothing can be injected.
         let (query, slurp) = match (from, to) {

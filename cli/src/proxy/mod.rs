@@ -152,6 +152,9 @@ where
         session: Session::default(),
         files: Arc::new(Mutex::new(Vec::new())),
         own_ids: message::OwnIds::default(),
+        calls: Arc::new(tokio::sync::Semaphore::new(
+            std::thread::available_parallelism().map_or(2, |n| n.get().max(2)),
+        )),
     };
     // Clones to wait for room on while `relay` is borrowed by the branch that runs.
     let (down_room, up_room) = (relay.down.clone(), relay.up.clone());
@@ -236,6 +239,10 @@ struct Relay {
     session: Session,
     files: Arc<Mutex<Vec<files::Offloaded>>>,
     own_ids: message::OwnIds,
+    /// Component calls running at once (intercept, extract, list, read): each may use the
+    /// component's whole memory limit, so a client that sends many large calls at once gets
+    /// them done a few at a time instead of exhausting the machine.
+    calls: Arc<tokio::sync::Semaphore>,
 }
 
 /// Sends on a bounded channel without blocking the relay: the relay only takes a message when
@@ -257,6 +264,25 @@ impl Relay {
 
     fn to_upstream(&self, message: Vec<u8>) {
         send_or_queue(&self.up, message);
+    }
+
+    /// Runs `call` (which calls the component) on a blocking thread, once a slot of `calls` is
+    /// free.
+    fn component<F>(&self, call: F)
+    where
+        F: FnOnce() + Send + 'static,
+    {
+        let calls = self.calls.clone();
+        tokio::spawn(async move {
+            let Ok(slot) = calls.acquire_owned().await else {
+                return;
+            };
+            let _ = tokio::task::spawn_blocking(move || {
+                call();
+                drop(slot);
+            })
+            .await;
+        });
     }
 
     /// How many of the client's requests still wait for the upstream's answer.

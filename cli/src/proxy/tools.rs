@@ -78,7 +78,7 @@ fn text_result(text: &str, is_error: bool, modern: bool) -> String {
 pub fn extract(relay: &Relay, id: String, call: Call) {
     let settings = relay.settings.clone();
     let down = relay.down.clone();
-    tokio::task::spawn_blocking(move || {
+    relay.component(move || {
         let answer = settings.extract(&call.arguments);
         let result = text_result(&answer.text, answer.is_error, call.modern);
         let _ = down.blocking_send(message::response(&id, &result));
@@ -99,7 +99,7 @@ pub fn intercept(relay: &Relay, call: Call, line: Vec<u8>) {
     let settings = relay.settings.clone();
     let down = relay.down.clone();
     let files = relay.files.clone();
-    tokio::task::spawn_blocking(move || {
+    relay.component(move || {
         let Ok(super::message::Kind::Response {
             id: raw_id,
             result: Some(result),
@@ -192,7 +192,7 @@ fn listable(tools: Value) -> Value {
 pub fn list(relay: &Relay, id: String, result: String) {
     let settings = relay.settings.clone();
     let down = relay.down.clone();
-    tokio::task::spawn_blocking(move || {
+    relay.component(move || {
         let rewritten = (|| -> Result<String, String> {
             let mut page: Map<String, Value> = serde_json::from_str(&result)
                 .map_err(|e| format!("the upstream's tools/list result is not an object: {e}"))?;
