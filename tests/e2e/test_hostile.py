@@ -191,6 +191,16 @@ def test_a_request_with_duplicate_keys_is_refused_not_passed_on(tmp_path):
     assert 4 not in [json.loads(line)["id"] for line in log.read_text().splitlines()]
 
 
+def test_deeply_nested_arguments_do_not_slip_past_interception(tmp_path):
+    deep = json.loads("[" * 300 + "1" + "]" * 300)
+    deeper = json.loads("[" * 600 + "1" + "]" * 600)
+    _, printed, _ = scripted(tmp_path, [INIT, INITIALIZED, call(1, "rows", {"n": 3000, "deep": deep}),
+                                        call(2, "rows", {"n": 3000, "deep": deeper})])
+    got = answers(printed)
+    assert offloaded(got["1"]), "300 levels: read and intercepted"
+    assert got["2"]["error"]["code"] == -32602 and "deeper than 512" in got["2"]["error"]["message"], got["2"]
+
+
 # --- 10, 12: tools ------------------------------------------------------------------------------
 
 

@@ -94,7 +94,7 @@ pub fn start(relay: &mut Relay, client_id: String, meta: Option<Value>, refusal:
 /// The upstream's `initialize` result: finish its handshake and answer the client's
 /// `server/discover` with the same server, as 2026-07-28 describes it.
 pub fn finish(relay: &mut Relay, client_id: &str, result: &str) {
-    let result: Map<String, Value> = serde_json::from_str(result).unwrap_or_default();
+    let result: Map<String, Value> = message::parse(result).unwrap_or_default();
     relay.to_upstream(message::notification("notifications/initialized", None));
     relay.session.bridged = true;
     let mut discover = Map::new();
@@ -122,7 +122,7 @@ pub fn finish(relay: &mut Relay, client_id: &str, result: &str) {
 
 /// The result with what a 2026-07-28 client requires added, or `None` when it has it.
 pub fn stamp(result: &str, pending: &Pending) -> Option<String> {
-    let mut result: Map<String, Value> = serde_json::from_str(result).ok()?;
+    let mut result: Map<String, Value> = message::parse(result).ok()?;
     let mut changed = false;
     if !result.contains_key("resultType") {
         result.insert("resultType".into(), json!("complete"));

@@ -86,7 +86,7 @@ fn template() -> Value {
 /// A `resources/list` or `resources/templates/list` page from the upstream with this session's
 /// files (or the template) added to the last page (the one without `nextCursor`).
 pub fn add_to_list(relay: &Relay, result: &str, templates: bool) -> Option<String> {
-    let mut page: Map<String, Value> = serde_json::from_str(result).ok()?;
+    let mut page: Map<String, Value> = message::parse(result).ok()?;
     if page.contains_key("nextCursor") {
         return None;
     }

@@ -224,7 +224,10 @@ impl Failure {
 /// The SEP-2243 routing headers a 2026-07-28 server requires: `Mcp-Method`, and `Mcp-Name` for
 /// the methods that name a tool, prompt, resource or task.
 fn routing_headers(message: &[u8]) -> (Option<String>, Vec<(&'static str, String)>) {
-    let Ok(value) = serde_json::from_slice::<Value>(message) else {
+    let Some(value) = std::str::from_utf8(message)
+        .ok()
+        .and_then(|m| message::parse::<Value>(m).ok())
+    else {
         return (None, Vec::new());
     };
     let params = value.get("params");

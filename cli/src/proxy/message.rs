@@ -177,7 +177,7 @@ pub fn notification(method: &str, params: Option<&Value>) -> Vec<u8> {
 
 /// The same message with `params` replaced.
 pub fn with_params(line: &[u8], params: &Value) -> Option<Vec<u8>> {
-    let mut message: Map<String, Value> = serde_json::from_slice(line).ok()?;
+    let mut message: Map<String, Value> = parse(std::str::from_utf8(line).ok()?).ok()?;
     message.insert("params".into(), params.clone());
     serde_json::to_vec(&message).ok()
 }
@@ -213,6 +213,56 @@ pub fn is_modern(params: Option<&Value>) -> bool {
         .and_then(|p| p.get("_meta"))
         .and_then(|m| m.get(META_PROTOCOL_VERSION))
         .is_some()
+}
+
+/// How deep the JSON the proxy reads itself (requests' params, list pages) may nest: four times
+/// serde_json's default, within a 2 MiB thread stack in a debug build (about 2 KiB a level).
+/// Results are not parsed here: the component reads them, to its own depth.
+pub const MAX_DEPTH: usize = 512;
+
+/// Parses JSON text that may nest up to [`MAX_DEPTH`] levels (serde_json alone stops at 128,
+/// and a tool's arguments or schema may go deeper); deeper text is refused before parsing, so
+/// the parse cannot exhaust the stack.
+pub fn parse<T: serde::de::DeserializeOwned>(text: &str) -> Result<T, String> {
+    let depth = depth(text.as_bytes());
+    if depth > MAX_DEPTH {
+        return Err(format!("it nests deeper than {MAX_DEPTH} levels ({depth})"));
+    }
+    let mut deserializer = serde_json::Deserializer::from_str(text);
+    deserializer.disable_recursion_limit();
+    let value = T::deserialize(&mut deserializer).map_err(|e| e.to_string())?;
+    deserializer.end().map_err(|e| e.to_string())?;
+    Ok(value)
+}
+
+/// The deepest nesting of arrays and objects in JSON text (brackets inside strings not
+/// counted); stops counting past [`MAX_DEPTH`].
+fn depth(text: &[u8]) -> usize {
+    let (mut depth, mut deepest, mut in_string, mut escaped) = (0usize, 0usize, false, false);
+    for &b in text {
+        if in_string {
+            match (escaped, b) {
+                (true, _) => escaped = false,
+                (false, b'\\') => escaped = true,
+                (false, b'"') => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_string = true,
+            b'[' | b'{' => {
+                depth += 1;
+                deepest = deepest.max(depth);
+                if deepest > MAX_DEPTH {
+                    return deepest;
+                }
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    deepest
 }
 
 /// `text` cut to at most `max` characters, saying how long it was: error messages and logs name
@@ -252,6 +302,20 @@ mod tests {
         assert_ne!(first, a.take().0);
         assert_ne!(first, "lro-proxy-1");
         assert_eq!(first_key, key(&format!("\"{first}\"")));
+    }
+
+    #[test]
+    fn json_nests_to_the_documented_depth_and_no_deeper() {
+        let nested = |n: usize| format!("{}1{}", "[".repeat(n), "]".repeat(n));
+        assert!(parse::<Value>(&nested(MAX_DEPTH)).is_ok());
+        let error = parse::<Value>(&nested(MAX_DEPTH + 1)).unwrap_err();
+        assert!(error.contains("deeper than 512 levels"), "{error}");
+        assert!(
+            parse::<Value>(&format!("[\"{}\"]", "[".repeat(5000))).is_ok(),
+            "brackets in strings"
+        );
+        let deep_object = format!("{}{}", "{\"a\":".repeat(500), "}".repeat(500));
+        assert!(parse::<Value>(&deep_object.replacen("}", "1}", 1)).is_ok());
     }
 
     #[test]

@@ -367,7 +367,15 @@ impl Relay {
             let text = format!("lro proxy: request id {id} is already in use by a request in flight");
             return self.to_client(message::error_response(&id, message::INVALID_REQUEST, &text));
         }
-        let parsed: Option<Value> = params.as_deref().and_then(|p| serde_json::from_str(p).ok());
+        let parsed: Option<Value> = match params.as_deref().map(message::parse::<Value>) {
+            Some(Ok(value)) => Some(value),
+            Some(Err(problem)) if method == "tools/call" => {
+                // A call the proxy cannot read cannot be intercepted: refused, not passed on.
+                let text = format!("lro proxy: the tools/call params cannot be read: {problem}");
+                return self.to_client(message::error_response(&id, message::INVALID_PARAMS, &text));
+            }
+            _ => None,
+        };
         let modern = message::is_modern(parsed.as_ref());
         let line = if self.session.bridged && modern {
             bridge::unmark(&line, parsed.as_ref()).unwrap_or(line)
@@ -618,7 +626,7 @@ fn method_not_found(line: &[u8]) -> bool {
 /// (it lists `lro_extract`) and `resources` (the offloaded files), each only when the server
 /// lacks it; everything the server declared is forwarded as declared.
 fn with_capabilities(result: &str) -> Option<String> {
-    let mut result: Map<String, Value> = serde_json::from_str(result).ok()?;
+    let mut result: Map<String, Value> = message::parse(result).ok()?;
     let capabilities = message::object_at(&mut result, "capabilities");
     if capabilities.contains_key("tools") && capabilities.contains_key("resources") {
         return None;

@@ -194,7 +194,7 @@ pub fn list(relay: &Relay, id: String, result: String) {
     let down = relay.down.clone();
     relay.component(move || {
         let rewritten = (|| -> Result<String, String> {
-            let mut page: Map<String, Value> = serde_json::from_str(&result)
+            let mut page: Map<String, Value> = message::parse(&result)
                 .map_err(|e| format!("the upstream's tools/list result is not an object: {e}"))?;
             let tools = listable(page.remove("tools").unwrap_or(Value::Array(Vec::new()))).to_string();
             let mut config = settings.config.clone();
@@ -230,7 +230,7 @@ pub fn list_alone(relay: &Relay, id: String, modern: bool) {
 /// One page of the proxy's own look at the upstream's tools: a tool already named
 /// `lro_extract` would make the proxy's own unreachable, so the proxy stops, saying why.
 pub fn check_page(relay: &mut Relay, result: &str) {
-    let Ok(page) = serde_json::from_str::<Value>(result) else {
+    let Ok(page) = message::parse::<Value>(result) else {
         return;
     };
     let clash = page.get("tools").and_then(Value::as_array).is_some_and(|tools| {
