@@ -88,6 +88,14 @@ def text_of(response) -> str:
     return response["result"]["content"][0]["text"]
 
 
+def memory_kib(pid: int, what: str) -> int:
+    """A process's `VmRSS` (now) or `VmHWM` (its peak), in KiB."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(what + ":"):
+            return int(line.split()[1])
+    raise AssertionError(f"no {what}")
+
+
 def offloaded(response) -> str:
     """The file a descriptor names; fails when the response is not a descriptor."""
     descriptor = json.loads(text_of(response))
@@ -250,8 +258,7 @@ def test_many_large_results_at_once_are_offloaded_a_few_at_a_time(tmp_path):
             message = json.loads(proc.stdout.readline())
             done[message["id"]] = message
         assert all(offloaded(done[i]) for i in range(1, 9))
-        peak = next(int(line.split()[1]) for line in Path(f"/proc/{proc.pid}/status").read_text().splitlines()
-                    if line.startswith("VmHWM:"))
+        peak = memory_kib(proc.pid, "VmHWM")
         # Each 8 MB offload takes about 120 MB in the component: eight at once peaked at 700 MB.
         assert peak < 450_000, f"the proxy's peak was {peak} KiB"
     finally:
@@ -260,13 +267,6 @@ def test_many_large_results_at_once_are_offloaded_a_few_at_a_time(tmp_path):
 
 
 # --- 11: a client that stops reading ------------------------------------------------------------
-
-
-def rss_kib(pid: int) -> int:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1])
-    raise AssertionError("no VmRSS")
 
 
 def test_a_flood_to_a_client_that_does_not_read_keeps_memory_flat(tmp_path):
@@ -278,12 +278,12 @@ def test_a_flood_to_a_client_that_does_not_read_keeps_memory_flat(tmp_path):
         proc.stdin.flush()
         assert json.loads(proc.stdout.readline())["id"] == 100
         time.sleep(1)
-        before = rss_kib(proc.pid)
+        before = memory_kib(proc.pid, "VmRSS")
         # 200,000 notifications of about 400 bytes: 80 MB the client does not read for 4 s.
         proc.stdin.write(json.dumps(call(1, "flood", {"n": 200_000})).encode() + b"\n")
         proc.stdin.flush()
         time.sleep(4)
-        grown = rss_kib(proc.pid) - before
+        grown = memory_kib(proc.pid, "VmRSS") - before
         assert grown < 30_000, f"the proxy grew by {grown} KiB while the client did not read"
         # Then the client reads: everything arrives, the answer last.
         count = 0
@@ -411,8 +411,7 @@ def test_an_error_answer_of_any_size_is_read_only_as_far_as_the_message_needs(tm
         proc.stdin.flush()
         answer = json.loads(proc.stdout.readline())
         assert "HTTP 500" in answer["error"]["message"] and len(answer["error"]["message"]) < 1000, answer
-        peak = next(int(line.split()[1]) for line in Path(f"/proc/{proc.pid}/status").read_text().splitlines()
-                    if line.startswith("VmHWM:"))
+        peak = memory_kib(proc.pid, "VmHWM")
         assert peak < 120_000, f"the proxy's peak was {peak} KiB for an error message"
     finally:
         proc.kill()

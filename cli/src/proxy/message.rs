@@ -224,7 +224,7 @@ pub const MAX_DEPTH: usize = 512;
 /// and a tool's arguments or schema may go deeper); deeper text is refused before parsing, so
 /// the parse cannot exhaust the stack.
 pub fn parse<T: serde::de::DeserializeOwned>(text: &str) -> Result<T, String> {
-    let depth = depth(text.as_bytes());
+    let depth = lro_core::json_text::depth(text.as_bytes(), MAX_DEPTH);
     if depth > MAX_DEPTH {
         return Err(format!("it nests deeper than {MAX_DEPTH} levels ({depth})"));
     }
@@ -233,36 +233,6 @@ pub fn parse<T: serde::de::DeserializeOwned>(text: &str) -> Result<T, String> {
     let value = T::deserialize(&mut deserializer).map_err(|e| e.to_string())?;
     deserializer.end().map_err(|e| e.to_string())?;
     Ok(value)
-}
-
-/// The deepest nesting of arrays and objects in JSON text (brackets inside strings not
-/// counted); stops counting past [`MAX_DEPTH`].
-fn depth(text: &[u8]) -> usize {
-    let (mut depth, mut deepest, mut in_string, mut escaped) = (0usize, 0usize, false, false);
-    for &b in text {
-        if in_string {
-            match (escaped, b) {
-                (true, _) => escaped = false,
-                (false, b'\\') => escaped = true,
-                (false, b'"') => in_string = false,
-                _ => {}
-            }
-            continue;
-        }
-        match b {
-            b'"' => in_string = true,
-            b'[' | b'{' => {
-                depth += 1;
-                deepest = deepest.max(depth);
-                if deepest > MAX_DEPTH {
-                    return deepest;
-                }
-            }
-            b']' | b'}' => depth = depth.saturating_sub(1),
-            _ => {}
-        }
-    }
-    deepest
 }
 
 /// `text` cut to at most `max` characters, saying how long it was: error messages and logs name
