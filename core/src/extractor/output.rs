@@ -202,3 +202,62 @@ impl<'de: 'a, 'a> serde::Deserialize<'de> for Members<'a> {
         deserializer.deserialize_map(Visit(std::marker::PhantomData))
     }
 }
+
+/// The fewest tokens an error message is cut to, whatever the output cap: a cap of a few tokens
+/// still shows what went wrong.
+pub(super) const ERROR_FLOOR: u32 = 256;
+
+/// The tokens kept for the note that says what was cut.
+const NOTE_TOKENS: u32 = 16;
+
+/// `message` cut to the output cap of `limit` tokens (at least [`ERROR_FLOOR`]), with a note saying
+/// how much of it is shown. Error texts can carry user data (`error(tojson)`, `tonumber` of a long
+/// string, a long name in the filter), so they are capped as values are.
+pub(super) fn cap_error(message: String, limit: u32) -> String {
+    let cap = limit.max(ERROR_FLOOR);
+    // Tokens never outnumber bytes.
+    if message.len() <= cap as usize {
+        return message;
+    }
+    let keep = cap - NOTE_TOKENS;
+    let mut counts = Counts::default();
+    let mut end = None;
+    for (i, c) in message.char_indices() {
+        counts = counts + Counts::of(c.encode_utf8(&mut [0; 4]));
+        if end.is_none() && counts.tokens() > keep {
+            end = Some(i);
+        }
+        if counts.tokens() > cap {
+            break;
+        }
+    }
+    if counts.tokens() <= cap {
+        return message;
+    }
+    let end = end.expect("the kept part is shorter than the cap");
+    format!(
+        "{}... (error message cut at {end} of {} bytes)",
+        &message[..end],
+        message.len()
+    )
+}
+
+/// Cuts the text of an error that may carry user data (see [`cap_error`]); a `filter-failed` or
+/// `invalid-filter` error was cut where it was made, with its context after the cut, and is left
+/// as it is.
+pub(super) fn cap_other_error(error: crate::Error, limit: u32) -> crate::Error {
+    use crate::Error as E;
+    let cap = |m: String| cap_error(m, limit);
+    match error {
+        E::InvalidConfig(m) => E::InvalidConfig(cap(m)),
+        E::InvalidInput(m) => E::InvalidInput(cap(m)),
+        E::Io(m) => E::Io(cap(m)),
+        E::InvalidRequest(m) => E::InvalidRequest(cap(m)),
+        E::NotFound(m) => E::NotFound(cap(m)),
+        E::OutsideDirectory(m) => E::OutsideDirectory(cap(m)),
+        E::NotLroFile(m) => E::NotLroFile(cap(m)),
+        E::Expired(m) => E::Expired(cap(m)),
+        E::Corrupt(m) => E::Corrupt(cap(m)),
+        done @ (E::InvalidFilter(_) | E::FilterFailed(_)) => done,
+    }
+}

@@ -5,7 +5,7 @@ use jaq_json::Val;
 
 use super::Extracted;
 use super::hint::with_hint;
-use super::output::Output;
+use super::output::{Output, cap_error};
 use crate::jq::{self, Filter, Flow};
 use crate::json_text::{self, is_jq_canonical};
 use crate::plan::{self, Plan, Slurp};
@@ -34,6 +34,9 @@ pub(super) fn run_over_lines(
     let parse = |(i, line): (usize, &str)| jq::parse(line).map_err(|e| corrupt(i, e));
     let failed = |e: String, at: Option<usize>| {
         let at = at.map_or(String::new(), |i| format!(" (on the record at line {})", i + 2));
+        // The filter's own text (it may carry any value) is cut to the cap; where it failed and
+        // the hint come after it whole.
+        let e = cap_error(e, limit);
         with_hint(Error::FilterFailed(format!("{e}{at}")), program, detail)
     };
     if slurp {

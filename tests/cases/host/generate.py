@@ -313,6 +313,21 @@ def main():
             }
         },
     )
+    # See: issue 34, item 6. Error texts carry user data: they are cut to the output cap (at
+    # least 256 tokens), saying how much was cut; a path that long shows its start and its end.
+    case(
+        "extract-error-cap",
+        "error texts are capped like values: the file as an error, a long error, a long name, a long path",
+        [
+            offload(text("host/inputs/full-60.json"), detail="full"),
+            extract(query="error(tojson)", slurp=True, limit=1),
+            extract(query='error("x" * 100000)'),
+            extract(query=".title | " + "a" * 5000),
+            extract(path="<DIR>/" + "d" * 3000 + "/notes.jsonl", query="."),
+            {"call": "call_tool", "args": {"arguments": {"file_path": "<FILE>", "query": ".", "k" * 5000: 1}}},
+        ],
+        config={"threshold_tokens": 500},
+    )
     # Records written as jq would not print them, in lines a file could hold: CRLF endings, blank
     # lines, non-ASCII text, a raw DEL, escapes, spaces, repeated members, strings longer than
     # the scanners' 16-byte steps. `select` outputs a line as it is only when jq would print it
