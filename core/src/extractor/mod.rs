@@ -200,8 +200,8 @@ fn cap_filter_error(error: Error, limit: u32) -> Error {
 /// The `params` object as (variable name, value) pairs, each name a valid jq variable.
 fn parse_params(params: Option<&str>) -> Result<Vec<(String, Value)>, Error> {
     let Some(text) = params else { return Ok(Vec::new()) };
-    let value: Value =
-        serde_json::from_str(text).map_err(|e| Error::InvalidRequest(format!("`params` is not valid JSON: {e}")))?;
+    let value: Value = crate::json_text::parse(text, crate::mcp::RESULT_DEPTH)
+        .map_err(|e| Error::InvalidRequest(format!("`params` is {e}")))?;
     match value {
         Value::Null => Ok(Vec::new()),
         Value::Object(map) => {

@@ -66,7 +66,7 @@ pub fn call_tool(config: &Config, arguments: &str, now_ms: u64) -> Result<Extrac
 /// The extraction's result, or the error in the arguments.
 fn call(config: &Config, arguments: &str, now_ms: u64) -> Result<Result<Extracted, Error>, Error> {
     let bad = |m: String| Error::InvalidRequest(m);
-    let args = match serde_json::from_str::<Value>(arguments) {
+    let args = match crate::json_text::parse::<Value>(arguments, crate::mcp::RESULT_DEPTH) {
         Ok(Value::Object(map)) => map,
         Ok(other) => {
             return Err(bad(format!(
@@ -74,7 +74,7 @@ fn call(config: &Config, arguments: &str, now_ms: u64) -> Result<Result<Extracte
                 crate::TypeName(&other)
             )));
         }
-        Err(e) => return Err(bad(format!("the arguments are not valid JSON: {e}"))),
+        Err(e) => return Err(bad(format!("the arguments are {e}"))),
     };
     const KNOWN: [&str; 6] = ["file_path", "recipe", "query", "params", "slurp", "limit"];
     if let Some(unknown) = args.keys().find(|k| !KNOWN.contains(&k.as_str())) {

@@ -402,6 +402,30 @@ def main():
             [intercept(call["tool"], text(f"mcp/{folder.name}/result.json"), call.get("arguments"), call.get("meta"))],
             config={"threshold_tokens": call["threshold"]},
         )
+    # See: issue 34, item 13. Records as deep as a line may nest (1,000 levels) keep their
+    # structure at the MCP level in every host (the hosts' stacks differ); one level more is
+    # refused, naming the record. The result is passed as text: no host re-serialises it.
+    def deep_result(depth, structured=False, count=2):
+        def record(i):
+            chain = '{"id":%d}' % i
+            for _ in range(2, depth):
+                chain = '{"a":' + chain + "}"
+            return '{"id":%d,"title":"deep %d","a":%s}' % (i, i, chain)
+        records = "[" + ",".join(record(i) for i in range(count)) + "]"
+        if structured:
+            return '{"content":[],"structuredContent":{"results":%s}}' % records
+        return json.dumps({"content": [{"type": "text", "text": records}]}, separators=(",", ":"))
+    case(
+        "intercept-deep-records",
+        "records nested 1,000 levels keep their structure at the MCP level and read back; 1,001 are refused",
+        [
+            intercept("search_things", deep_result(1000)),
+            extract(query='getpath([range(999) | "a"]) | .id'),
+            intercept("search_things", deep_result(1001)),
+            intercept("search_things", deep_result(1000, structured=True)),
+        ],
+        config={"threshold_tokens": 10, "ttl_seconds": CENTURY},
+    )
     case(
         "intercept-tool-settings",
         "per-tool settings: a tool disabled, a lower threshold, chosen sections and inline keys",
