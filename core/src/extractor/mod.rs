@@ -174,6 +174,9 @@ pub fn query(filter: &str, input: &str, slurp: bool, raw: bool, limit: Option<u3
     };
     let mut out = Output::new(raw, cap);
     for (i, value) in inputs.into_iter().enumerate() {
+        if !slurp {
+            out.at_input(i + 1);
+        }
         let flow = compiled.run(value, &[], &mut |v| out.push(&v)).map_err(|e| {
             let e = cap_error(e, cap);
             Error::FilterFailed(if slurp {
@@ -182,7 +185,7 @@ pub fn query(filter: &str, input: &str, slurp: bool, raw: bool, limit: Option<u3
                 format!("{e} (input value {})", i + 1)
             })
         })?;
-        if flow == Flow::Halt {
+        if flow != Flow::Continue {
             break;
         }
     }
@@ -372,6 +375,14 @@ mod tests {
             r#"select((.title // "") | test("E"; "i"))"#,
             r#"select((.namespace // "_semantic") | startswith("_semantic"))"#,
             r#"select((.missing // "x") | endswith("x"))"#,
+            // Number literals, and jq's definitions that pass outputs on (issue 34, item 14).
+            "select(.title == 2.5)",
+            "select(.title != 2.50) | .id",
+            "select(.id == 1e0)",
+            "select(.namespace == 0)",
+            "first(.title)",
+            "limit(1; .title, .id)",
+            "last(.id, .title)",
         ];
         // Over the array of every record (`slurp`).
         let slurped = [
@@ -541,12 +552,24 @@ mod tests {
     }
 
     #[test]
-    fn query_caps_output_and_counts_all() {
-        let out = query("range(100)", "null", false, false, Some(10)).unwrap();
-        assert!(out.truncated && out.total == 100 && out.values.len() < 100);
+    fn query_caps_output_and_stops_there() {
+        // The first value past the cap stops the filter.
+        let out = query("range(100000)", "null", false, false, Some(10)).unwrap();
+        assert!(out.truncated && out.total == out.values.len() as u64 + 1, "{out:?}");
+        assert!(
+            out.text.contains(&format!(
+                "showing {} values; the output cap is 10 tokens. The filter was stopped at input value 1",
+                out.values.len()
+            )),
+            "{}",
+            out.text
+        );
+        let out = query(".", &"1 ".repeat(1000), false, false, Some(10)).unwrap();
         assert!(
             out.text
-                .contains(&format!("showing {} of 100 values", out.values.len()))
+                .contains("stopped at input value 21: the input values after it"),
+            "{}",
+            out.text
         );
         let none = query("empty", "null", false, false, None).unwrap();
         assert_eq!((none.total, none.text.contains("no values")), (0, true));

@@ -441,7 +441,17 @@ fn damaged_or_vanished_files_are_typed_errors() {
     let cut_line = offload();
     let text = std::fs::read_to_string(&cut_line).unwrap();
     std::fs::write(&cut_line, &text[..text.len() - 20]).unwrap();
-    let err = recipe(&cut_line).unwrap_err();
+    // Read to the end: a cap reached before line 21 leaves it unread (issue 34, item 14).
+    let err = RUNTIME
+        .extract(
+            &config,
+            &ExtractRequest {
+                recipe: Some(4),
+                limit: Some(u32::MAX),
+                ..extract_request(&cut_line)
+            },
+        )
+        .unwrap_err();
     assert!(
         matches!(&err, Error::Component(ComponentError::Corrupt(m)) if m.contains("line 21")),
         "{err}"
