@@ -122,6 +122,9 @@ function utf8Bytes(value) {
  * Turns what the component threw into {kind, message}: its WIT error, or a trap named after the
  * limit that caused it where that can be told. stderr: what the guest wrote there.
  */
+/** How to raise the memory limit, for its message. */
+const RAISE_MEMORY = 'raise it with the filterMemory (extract, callTool, query) or memory (the other calls) option of new Lro(), in bytes';
+
 function describe(error, linear, memoryLimit, stderr, args) {
   if (error instanceof LroError) return { kind: error.kind, message: error.message };
   const payload = error?.payload;
@@ -133,7 +136,7 @@ function describe(error, linear, memoryLimit, stderr, args) {
   if (/memory allocation of \d+ bytes failed/.test(said)) {
     const limit = Math.round(memoryLimit / 2 ** 20);
     const used = linear ? `; ${Math.round(linear.buffer.byteLength / 2 ** 20)} MiB were in use` : '';
-    return { kind: 'memory-limit', message: `limit exceeded: the call needed more than its ${limit} MiB memory limit and was stopped (${said}${used})` };
+    return { kind: 'memory-limit', message: `limit exceeded: the call needed more than its ${limit} MiB memory limit and was stopped (${said}${used}); ${RAISE_MEMORY}` };
   }
   // The arguments are copied into the guest through wasi-libc's `cabi_realloc`, which traps
   // without a word when memory.grow is refused: if they cannot fit beside the memory in use
@@ -143,7 +146,7 @@ function describe(error, linear, memoryLimit, stderr, args) {
     const needed = utf8Bytes(args);
     if (inUse + needed > memoryLimit) {
       const mib = (n) => Math.round(n / 2 ** 20 * 10) / 10;
-      return { kind: 'memory-limit', message: `limit exceeded: the call needed more than its ${Math.round(memoryLimit / 2 ** 20)} MiB memory limit and was stopped (its arguments, ${mib(needed)} MiB, did not fit beside the ${mib(inUse)} MiB in use)` };
+      return { kind: 'memory-limit', message: `limit exceeded: the call needed more than its ${Math.round(memoryLimit / 2 ** 20)} MiB memory limit and was stopped (its arguments, ${mib(needed)} MiB, did not fit beside the ${mib(inUse)} MiB in use); ${RAISE_MEMORY}` };
     }
   }
   // The guest is safe Rust: an out-of-bounds access is its shadow stack (placed first in linear

@@ -414,7 +414,8 @@ export class Lro {
       // or the call after a timeout could time out for no fault of its own.
       const timer = setTimeout(() => {
         // The only way to stop wasm running in V8: end the thread. The next call starts a new one.
-        this.#fail(new LroError('timeout', `limit exceeded: the call ran longer than its ${duration(timeout)} time limit and was stopped`));
+        const option = filter ? 'filterTimeout (extract, callTool, query)' : 'timeout';
+        this.#fail(new LroError('timeout', `limit exceeded: the call ran longer than its ${duration(timeout)} time limit and was stopped; raise it with the ${option} option of new Lro(), in ms`));
       }, timeout);
       this.#pending = { id, resolve, reject, timer };
       worker.ref();
@@ -458,7 +459,7 @@ export class Lro {
       if (worker !== this.#worker) return;
       const memory = e?.code === 'ERR_WORKER_OUT_OF_MEMORY';
       this.#fail(new LroError(memory ? 'memory-limit' : 'host',
-        memory ? 'limit exceeded: the call ran out of JavaScript heap and was stopped' : `the worker failed: ${e?.message ?? e}`));
+        memory ? 'limit exceeded: the call ran out of JavaScript heap and was stopped; raise it with the memory option of new Lro() (the heap is the larger of 256 MiB and it)' : `the worker failed: ${e?.message ?? e}`));
     });
     worker.on('exit', (code) => {
       if (worker === this.#worker) this.#fail(new LroError('host', `the worker exited (code ${code})`));

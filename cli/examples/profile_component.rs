@@ -1,4 +1,5 @@
-//! Runs one extraction (or offload) in a given component many times, for `perf record` with
+//! Runs one extraction (a recipe number, or a query) or offload in a given component many times,
+//! for `perf record` with
 //! function names: build the guest without stripping its name section, then
 //! `LRO_PERF_MAP=1 perf record target/release/examples/profile_component GUEST.wasm DIR FILE RECIPE [REPS]`.
 //! With `offload` for RECIPE, FILE is a JSON array of full-detail records (`lro sample`) to offload;
@@ -67,13 +68,18 @@ fn main() -> Result<()> {
         eprintln!("{:?} per offload", start.elapsed() / reps);
         return Ok(());
     }
+    // A number is a recipe; anything else a query, run with the default output cap.
+    let (number, query, limit) = match recipe.parse::<u32>() {
+        Ok(n) => (Some(n), None, Some(u32::MAX)),
+        Err(_) => (None, Some(recipe.clone()), None),
+    };
     let request = ExtractRequest {
         path: file.clone(),
-        recipe: Some(recipe.parse()?),
-        query: None,
+        recipe: number,
+        query,
         params: None,
         slurp: false,
-        limit: Some(u32::MAX),
+        limit,
     };
     let start = std::time::Instant::now();
     if std::env::var_os("LRO_MACHINE").is_some() {
@@ -84,7 +90,7 @@ fn main() -> Result<()> {
         let request = lro_core::extractor::ExtractRequest {
             path: &request.path,
             recipe: request.recipe,
-            query: None,
+            query: request.query.as_deref(),
             params: None,
             slurp: false,
             limit: request.limit,

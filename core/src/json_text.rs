@@ -7,7 +7,8 @@
 //! - [`scan`]: whether a record's text is compact as serde_json prints it, and the top-level
 //!   members the record-level interceptor needs (`memory`, `score`, `namespace`, detail level).
 //!   [`compacted`] then uses the text as it is or transcodes it without building a tree.
-//! - [`depth`]: how deeply arbitrary text nests, checked before jaq's recursive parser sees it.
+//! - [`depth`]: how deeply arbitrary text nests, checked before jaq's recursive parser sees it,
+//!   and before serde_json's, in [`parse`].
 //! - [`is_jq_canonical`]: whether a record line already reads exactly as jq would print it, so
 //!   extraction can output the line itself.
 //! - [`skip_value`] (with [`skip_ws`] and [`skip_string`]): where a member's value ends, so
@@ -34,6 +35,44 @@ mod split;
 pub use bytes::{is_ascii, lines, newline, quote_or_backslash};
 pub use split::{Element, split_array};
 
+/// Why [`parse`] refused a text.
+#[derive(Debug)]
+pub enum ParseError {
+    /// Nested more than this many levels (the limit given).
+    TooDeep(usize),
+    /// Not valid JSON (or not of the type asked for).
+    Invalid(serde_json::Error),
+}
+
+impl std::fmt::Display for ParseError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ParseError::TooDeep(limit) => write!(f, "nested more than {limit} levels deep, the most lro reads"),
+            ParseError::Invalid(e) => write!(f, "not valid JSON: {e}"),
+        }
+    }
+}
+
+/// Parses JSON text nested at most `limit` levels, keeping its structure at every level: deeper
+/// text is refused by [`depth`] before any parsing, so serde_json's own limit (128 levels, meant
+/// to bound its recursion) is lifted. The component's stack holds the recursion of parsing,
+/// printing and dropping a value of `jq::MAX_DEPTH` levels and a few more; the tests check it
+/// through the component.
+pub fn parse<T: serde::de::DeserializeOwned>(text: &str, limit: usize) -> Result<T, ParseError> {
+    if depth(text.as_bytes(), limit) > limit {
+        // Text that is not JSON at all says so (serde_json skips a value without recursing).
+        return Err(match serde_json::from_str::<serde::de::IgnoredAny>(text) {
+            Ok(_) => ParseError::TooDeep(limit),
+            Err(e) => ParseError::Invalid(e),
+        });
+    }
+    let mut de = serde_json::Deserializer::from_str(text);
+    de.disable_recursion_limit();
+    let value = T::deserialize(&mut de).map_err(ParseError::Invalid)?;
+    de.end().map_err(ParseError::Invalid)?;
+    Ok(value)
+}
+
 /// `raw` as compact JSON, given whether it is compact already (from [`scan`]).
 ///
 /// Fails on text the validating pass accepts but no JSON value can hold: a lone UTF-16
@@ -44,6 +83,8 @@ pub fn compacted(raw: &str, compact: bool) -> Result<Cow<'_, str>, String> {
     }
     let mut out = Vec::with_capacity(raw.len());
     let mut de = serde_json::Deserializer::from_str(raw);
+    // Records are checked to nest at most `jq::MAX_DEPTH` levels before they get here.
+    de.disable_recursion_limit();
     let mut ser = serde_json::Serializer::new(&mut out);
     serde_transcode::transcode(&mut de, &mut ser).map_err(|e| e.to_string())?;
     String::from_utf8(out)
@@ -649,6 +690,40 @@ mod tests {
     #[test]
     fn depth_ignores_brackets_in_strings() {
         assert_eq!(depth(br#"{"a": "[[[[", "b": [1, [2]]}"#, 10), 3);
+    }
+
+    // See: issue 34, item 13 (serde_json stopped at 128 levels).
+    #[test]
+    fn parse_keeps_structure_to_its_limit_and_refuses_deeper() {
+        // Unoptimised frames are many times the component's: the component's own stack is
+        // checked through it (cli/tests/all/robustness/faults.rs and the shared case
+        // intercept-deep-records).
+        std::thread::Builder::new()
+            .stack_size(256 << 20)
+            .spawn(parse_to_the_limit)
+            .unwrap()
+            .join()
+            .unwrap();
+    }
+
+    fn parse_to_the_limit() {
+        let nested = |n: usize| "[".repeat(n) + &"]".repeat(n);
+        let value: serde_json::Value = parse(&nested(1008), 1008).unwrap();
+        assert_eq!(value.to_string(), nested(1008));
+        assert!(matches!(
+            parse::<serde_json::Value>(&nested(1009), 1008),
+            Err(ParseError::TooDeep(1008))
+        ));
+        // Text that is not JSON is said to be so, however deep its brackets.
+        let err = parse::<serde_json::Value>(&"[".repeat(2000), 1008).unwrap_err();
+        assert!(matches!(err, ParseError::Invalid(_)), "{err}");
+        assert!(err.to_string().starts_with("not valid JSON: "), "{err}");
+        // Records deeper than serde_json's own limit are transcoded.
+        let spaced = format!("{}1{}", "[ ".repeat(500), " ]".repeat(500));
+        assert_eq!(
+            compacted(&spaced, false).unwrap(),
+            format!("{}1{}", "[".repeat(500), "]".repeat(500))
+        );
     }
 
     #[test]

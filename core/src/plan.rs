@@ -138,8 +138,19 @@ pub struct Cond {
     pub default: Option<Fallback>,
     /// What it does with the member.
     pub test: Test,
-    /// Its argument: a variable (`Ok`, named without `$`) or a string literal (`Err`).
-    pub operand: Result<String, String>,
+    /// Its argument.
+    pub operand: Operand,
+}
+
+/// The argument of a [`Cond`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Operand {
+    /// A variable, named without `$`.
+    Var(String),
+    /// A string literal, as its text.
+    Str(String),
+    /// A number literal, as written (`== 399999`).
+    Num(String),
 }
 
 /// The `D` of `(.m // D)` in a [`Cond`].
@@ -169,8 +180,8 @@ pub enum Test {
 /// COND as a [`Cond`], when it is one.
 fn cond_of(term: &Term<&str>) -> Option<Cond> {
     let operand = |term: &Term<&str>| match term {
-        Term::Var(name) => name.strip_prefix('$').map(|n| Ok(n.to_owned())),
-        term => literal(term).map(Err),
+        Term::Var(name) => name.strip_prefix('$').map(|n| Operand::Var(n.to_owned())),
+        term => literal(term).map(Operand::Str),
     };
     match term {
         Term::BinOp(l, BinaryOp::Cmp(op @ (Cmp::Eq | Cmp::Ne)), r) => {
@@ -179,11 +190,15 @@ fn cond_of(term: &Term<&str>) -> Option<Cond> {
                 (None, Some(member)) => (member, l),
                 _ => return None,
             };
+            let operand = match &**other {
+                Term::Num(n) => Operand::Num((*n).to_owned()),
+                other => operand(other)?,
+            };
             Some(Cond {
                 member,
                 default: None,
                 test: Test::Equal(matches!(op, Cmp::Eq)),
-                operand: operand(other)?,
+                operand,
             })
         }
         Term::BinOp(l, BinaryOp::Pipe(None), r) => {
@@ -225,8 +240,13 @@ impl Cond {
     /// `names`). None when the variable is not among them (the filter's compile error says so).
     pub fn bind(&self, names: &[&str], vars: &[Val]) -> Option<BoundCond> {
         let operand = match &self.operand {
-            Ok(var) => vars.get(names.iter().position(|n| n == var)?)?.clone(),
-            Err(text) => jq::string(text),
+            Operand::Var(var) => vars.get(names.iter().position(|n| n == var)?)?.clone(),
+            Operand::Str(text) => jq::string(text),
+            // As jaq reads the literal; a number it cannot read leaves the test to jaq.
+            Operand::Num(text) => match jq::parse(text).ok()? {
+                number @ Val::Num(_) => number,
+                _ => return None,
+            },
         };
         let flags = match &self.test {
             Test::Regex(flags) => jq::string(flags),
@@ -536,6 +556,10 @@ fn need(term: &Term<&str>, out: Need) -> Need {
         }
         Term::Call(name, args) => match (*name, &args[..]) {
             ("select", [cond]) => need(cond, Need::none()).union(out),
+            // jq's definitions pass `f`'s outputs on (some of them): `first(f)`, `last(f)`,
+            // `limit(n; f)`; `n` reads the input as well.
+            ("first" | "last", [f]) => need(f, out),
+            ("limit", [n, f]) => need(n, Need::All).union(need(f, out)),
             // `null`, `true` and `false` are calls in jaq's syntax.
             ("empty" | "not" | "null" | "true" | "false", []) => Need::none(),
             _ => Need::All,
@@ -738,7 +762,7 @@ mod tests {
                     member: "title".into(),
                     default: None,
                     test: Test::Regex("i".into()),
-                    operand: Ok("keyword".into())
+                    operand: Operand::Var("keyword".into())
                 })
             }
         );
@@ -751,7 +775,7 @@ mod tests {
                     member: "tags".into(),
                     default: Some(Fallback::EmptyArray),
                     test: Test::Index,
-                    operand: Ok("tag".into())
+                    operand: Operand::Var("tag".into())
                 })
             }
         );
@@ -765,6 +789,12 @@ mod tests {
         assert_eq!(per_record(r#".a as $x | .b + $x"#), keys(&["a", "b"]));
         assert_eq!(per_record(r#"try .a catch ."#), keys(&["a"]));
         assert_eq!(per_record("1, null, $x"), keys(&[]));
+        // jq's `first(f)`, `last(f)`, `limit(n; f)` read what `f` reads (issue 34, item 14).
+        assert_eq!(per_record("first(.id)"), keys(&["id"]));
+        assert_eq!(per_record("limit(2; .a, .b)"), keys(&["a", "b"]));
+        assert_eq!(per_record("limit(.n; .a)"), keys(&["a", "n"]));
+        assert_eq!(per_record("last(.a) | {x: .}"), keys(&["a"]));
+        assert_eq!(per_record("first(.)"), Plan::Whole);
     }
 
     #[test]
@@ -778,7 +808,10 @@ mod tests {
                 member: member.into(),
                 default: None,
                 test,
-                operand: operand.map(str::to_owned).map_err(str::to_owned),
+                operand: match operand {
+                    Ok(var) => Operand::Var(var.to_owned()),
+                    Err(text) => Operand::Str(text.to_owned()),
+                },
             })
         };
         // Every per-record condition of the recipe libraries.
@@ -833,10 +866,15 @@ mod tests {
             native("select(.tags | index($tag))"),
             cond("tags", Test::Index, Ok("tag"))
         );
+        // A number literal, as `select(.id == 399999)` over a large file (issue 34, item 14).
+        assert_eq!(
+            native("select(.id == 399999)").map(|c| c.operand),
+            Some(Operand::Num("399999".into()))
+        );
         // Anything else runs through jaq.
         for code in [
             "select(.a == .b)",
-            "select(.a == 1)",
+            "select(.a == -1)",
             "select(.a.b == $x)",
             "select(.a? == $x)",
             "select((.a // 1) | startswith($x))",

@@ -12,11 +12,21 @@ pub enum Error {
     /// The component returned one of its documented errors (WIT `types.error`).
     #[error("{}", describe(.0))]
     Component(ComponentError),
-    /// The call ran past its deadline and was stopped.
-    #[error("limit exceeded: the call ran longer than its {0:?} time limit and was stopped")]
+    /// The call ran past its deadline and was stopped. The text names the options that raise it.
+    #[error(
+        "limit exceeded: the call ran longer than its {0:?} time limit and was stopped; raise it with \
+         Options::filter_deadline (extract, call_tool, query) or Options::deadline (the other calls), \
+         --timeout SECONDS of the lro command"
+    )]
     Timeout(Duration),
-    /// The call needed more memory than its limit (bytes) and was stopped.
-    #[error("limit exceeded: the call needed more than its {} MiB memory limit and was stopped", .0 >> 20)]
+    /// The call needed more memory than its limit (bytes) and was stopped. The text names the
+    /// options that raise it.
+    #[error(
+        "limit exceeded: the call needed more than its {} MiB memory limit and was stopped; raise it with \
+         Options::filter_memory (extract, call_tool, query) or Options::memory (the other calls), \
+         --memory-limit MIB of the lro command",
+        .0 >> 20
+    )]
     MemoryLimit(usize),
     /// The component's call stack overflowed: a filter recursing without end, or a filter or
     /// input nested too deeply.

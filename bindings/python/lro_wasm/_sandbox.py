@@ -314,14 +314,18 @@ def trap_error(error: WasmtimeError, stderr: bytes, deadline: float, memory: int
                      for line in cause.splitlines() if line.strip())
     guest = stderr.decode("utf-8", "replace").strip()
     if "wasm trap: interrupt" in text:
-        return LroError("timeout", f"limit exceeded: the call ran longer than its {_duration(deadline)} time limit and was stopped")
+        return LroError("timeout", f"limit exceeded: the call ran longer than its {_duration(deadline)} time limit and was stopped; "
+                        "raise it with Lro(filter_deadline=SECONDS) (extract, call_tool, query) or Lro(deadline=SECONDS) "
+                        "(the other calls)")
     # wasmtime-py has no ResourceLimiter callback, so the host cannot see the cap being hit as
     # the Rust host does. A refused allocation aborts the guest: with Rust's message on stderr,
     # or, when even that cannot be printed (or the arguments themselves do not fit), with a bare
     # `unreachable` and nothing on stderr; a panic always prints its message first.
     silent_abort = "wasm `unreachable` instruction executed" in text and not guest
     if "memory allocation of" in guest or silent_abort:
-        return LroError("memory-limit", f"limit exceeded: the call needed more than its {memory >> 20} MiB memory limit and was stopped")
+        return LroError("memory-limit", f"limit exceeded: the call needed more than its {memory >> 20} MiB memory limit and was stopped; "
+                        "raise it with Lro(filter_memory=BYTES) (extract, call_tool, query) or Lro(memory=BYTES) "
+                        "(the other calls)")
     fault = _MEMORY_FAULT.search(text)
     # The guest's stack lives at the bottom of its 32-bit memory and grows down: running off
     # it wraps to an address near or above 4 GiB.

@@ -125,8 +125,11 @@ def test_a_runaway_filter_inside_an_extraction_stops_too(lro, offloaded):
     dir, path = offloaded
     start = time.monotonic()
     with pytest.raises(LroError) as caught:
-        lro.extract(lro.config(output_dir=dir), {"path": path, "query": "repeat(.)"})
+        # Without output: `repeat(.)` alone is stopped by the output cap (issue 34, item 14).
+        lro.extract(lro.config(output_dir=dir), {"path": path, "query": "last(repeat(.))"})
     assert caught.value.kind == "timeout" and time.monotonic() - start < 2.0, caught.value
+    # Which limit, and how to raise it (issue 34, item 14).
+    assert "1s time limit" in caught.value.message and "Lro(filter_deadline=SECONDS)" in caught.value.message, caught.value
     assert_still_works(lro, dir, path)
 
 
@@ -137,6 +140,7 @@ def test_offload_limits_are_configurable_and_named(wasm, tmp_path):
     with pytest.raises(LroError) as caught:
         small.offload(cfg, big)
     assert caught.value.kind == "memory-limit" and "8 MiB memory limit" in caught.value.message, caught.value
+    assert "Lro(memory=BYTES)" in caught.value.message, caught.value
     hasty = Lro(wasm, deadline=0.001)
     with pytest.raises(LroError) as caught:
         hasty.offload(cfg, big)

@@ -460,6 +460,12 @@ fn limits_stop_a_call_and_the_next_call_works() {
     let err = small.offload(&config(dir.path(), 1600), &big).unwrap_err();
     assert!(matches!(err, Error::MemoryLimit(_)), "{err}");
     assert!(err.to_string().contains("8 MiB memory limit"), "{err}");
+    // Which limit, and how to raise it (issue 34, item 14).
+    assert!(
+        err.to_string()
+            .contains("raise it with Options::filter_memory (extract, call_tool, query) or Options::memory"),
+        "{err}"
+    );
 
     let hasty = RUNTIME.with_options(Options {
         deadline: std::time::Duration::from_millis(1),
@@ -467,6 +473,12 @@ fn limits_stop_a_call_and_the_next_call_works() {
     });
     let err = hasty.offload(&config(dir.path(), 1600), &big).unwrap_err();
     assert!(matches!(err, Error::Timeout(_)), "{err}");
+    assert!(
+        err.to_string()
+            .contains("1ms time limit and was stopped; raise it with Options::filter_deadline")
+            && err.to_string().contains("--timeout SECONDS of the lro command"),
+        "{err}"
+    );
 
     // The same runtimes, and the shared one, keep working.
     let ok = request(Operation::Recall, None, &sample(lro_core::Detail::Light, 3, false));

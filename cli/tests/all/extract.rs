@@ -470,7 +470,7 @@ fn errors_and_empty_results_tell_the_model_what_to_do() {
 }
 
 #[test]
-fn output_is_capped_and_says_how_many_values_there_were() {
+fn output_is_capped_and_says_where_the_filter_stopped() {
     let dir = tempfile::tempdir().unwrap();
     let path = offload(
         dir.path(),
@@ -480,17 +480,99 @@ fn output_is_capped_and_says_how_many_values_there_were() {
     let mut capped = recipe(&path, 4, None);
     capped.limit = None; // the threshold_tokens: 1600 tokens
     let result = extract(dir.path(), capped).unwrap();
-    assert!(result.truncated && result.total == 300);
     let shown = result.values.len();
+    // The value past the cap stopped the filter (issue 34, item 14).
+    assert!(result.truncated && result.total == shown as u64 + 1);
     assert!(shown > 10 && shown < 300, "{shown}");
     assert!(
-        result
-            .text
-            .contains(&format!("showing {shown} of 300 values; the output cap is 1600 tokens")),
+        result.text.contains(&format!(
+            "showing {shown} values; the output cap is 1600 tokens. The filter was stopped at the record on line {}",
+            shown + 2
+        )),
         "{}",
         result.text
     );
     assert!(RUNTIME.estimate(&result.values.join("\n")).unwrap() <= 1600);
     let raw = extract(dir.path(), recipe(&path, 1, None)).unwrap();
     assert!(raw.raw && raw.values[0].contains('\t') && !raw.values[0].starts_with('"'));
+}
+
+// See: issue 34, item 14. Every value past the output cap was still counted, so a filter that
+// needs a few records (`limit: 1`, `first(.id)`) read and ran over all of them, and timed out on
+// a large file. The first value past the cap now stops the filter, and the records after it are
+// not read: the note says where it stopped.
+#[test]
+fn the_output_cap_stops_the_filter_and_later_records_are_not_read() {
+    let dir = tempfile::tempdir().unwrap();
+    // 200,000 records, about 20 MB: parsing each whole takes the component several times the
+    // deadline below; the first few take a moment.
+    let records: Vec<String> = (0..200_000)
+        .map(|i| {
+            format!(
+                r#"{{"id":{i},"title":"Record number {i} of the set","namespace":"_semantic/n{}"}}"#,
+                i % 17
+            )
+        })
+        .collect();
+    let request = lro_host::Request {
+        operation: Operation::List,
+        query: None,
+        detail: None,
+        records: format!("[{}]", records.join(",")),
+        text: None,
+    };
+    let Outcome::Offloaded(o) = RUNTIME.offload(&config(dir.path(), 10), &request).unwrap() else {
+        panic!("not offloaded")
+    };
+    let runtime = lro_host::Runtime::new(lro_host::Options {
+        filter_deadline: Duration::from_millis(400),
+        cache_dir: Some(cache_dir()),
+        ..lro_host::Options::default()
+    })
+    .unwrap();
+    let run = |filter: &str, limit: Option<u32>| {
+        let request = ExtractRequest {
+            limit,
+            ..query(&o.path, filter, false)
+        };
+        runtime
+            .extract(&config(dir.path(), 1600), &request)
+            .unwrap_or_else(|e| panic!("{filter}: {e}"))
+    };
+    // Whole records, five under a cap of 100 tokens: the sixth stops the filter on line 7
+    // (the header is line 1).
+    let out = run(".", Some(100));
+    assert_eq!(
+        (out.values.len(), out.total, out.truncated),
+        (5, 6, true),
+        "{}",
+        out.text
+    );
+    assert!(
+        out.text.ends_with(
+            "[lro_extract: showing 5 values; the output cap is 100 tokens. The filter was stopped at the record \
+             on line 7: the records after it, if any, were not read. Pass a larger `limit` to see more, or narrow \
+             the query (select(...), limit(n; ...), or fewer fields).]"
+        ),
+        "{}",
+        out.text
+    );
+    // One value per record, under the default cap (the threshold): a few hundred records read.
+    for filter in [
+        "first(.id)",
+        "limit(1; .id)",
+        ".id",
+        "{id}",
+        "[.id, .title] | @tsv",
+        "select(.id >= 0)",
+    ] {
+        let out = run(filter, None);
+        assert!(out.truncated && out.total < 2_000, "{filter}: {}", out.total);
+        assert!(
+            out.text
+                .contains(&format!("stopped at the record on line {}:", out.total + 1)),
+            "{filter}: {}",
+            &out.text[out.text.len() - 300..]
+        );
+    }
 }

@@ -14,9 +14,10 @@ use crate::{Config, Detail, Error};
 /// The path, made lexical-canonical, if it names a file directly in the offload directory with
 /// our name pattern. Nothing is read before this check passes.
 pub(super) fn confine(config: &Config, path: &str) -> Result<String, Error> {
+    let shown = Shown(path);
     if !path.starts_with('/') {
         return Err(Error::OutsideDirectory(format!(
-            "{path:?} is relative; pass the absolute file_path from the descriptor"
+            "{shown:?} is relative; pass the absolute file_path from the descriptor"
         )));
     }
     let mut parts: Vec<&str> = Vec::new();
@@ -33,21 +34,60 @@ pub(super) fn confine(config: &Config, path: &str) -> Result<String, Error> {
     let dir = config.dir_base();
     let Some(name) = normal.strip_prefix(dir).and_then(|rest| rest.strip_prefix('/')) else {
         return Err(Error::OutsideDirectory(format!(
-            "{path} (the offload directory is {dir})"
+            "{shown} (the offload directory is {dir})"
         )));
     };
     if name.contains('/') {
         return Err(Error::OutsideDirectory(format!(
-            "{path} is in a subdirectory; offload files sit directly in {dir}"
+            "{shown} is in a subdirectory; offload files sit directly in {dir}"
         )));
     }
     if custodian::classify(&config.prefix, name).is_none_or(|kind| !kind.is_offload()) {
         return Err(Error::NotLroFile(format!(
-            "{path}: offload files are named {}-OPERATION-ULID.jsonl",
+            "{shown}: offload files are named {}-OPERATION-ULID.jsonl",
             config.prefix
         )));
     }
     Ok(normal)
+}
+
+/// The longest path an error shows whole: a longer one (no real path is; Linux's limit is 4,096
+/// bytes) shows its start and its end, the file's name, around a note of what was cut.
+const SHOWN_PATH: usize = 1024;
+
+/// A path as error messages show it: whole up to [`SHOWN_PATH`] bytes, else its first 512 and last
+/// 256 bytes around `[... N bytes cut ...]`. `{:?}` quotes the parts as Rust strings.
+struct Shown<'a>(&'a str);
+
+impl Shown<'_> {
+    /// The start, the number of bytes cut and the end; None when the path is shown whole.
+    fn parts(&self) -> Option<(&str, usize, &str)> {
+        let path = self.0;
+        if path.len() <= SHOWN_PATH {
+            return None;
+        }
+        let head = path.floor_char_boundary(512);
+        let tail = path.ceil_char_boundary(path.len() - 256);
+        Some((&path[..head], tail - head, &path[tail..]))
+    }
+}
+
+impl std::fmt::Display for Shown<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.parts() {
+            None => f.write_str(self.0),
+            Some((head, cut, tail)) => write!(f, "{head}[... {cut} bytes cut ...]{tail}"),
+        }
+    }
+}
+
+impl std::fmt::Debug for Shown<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.parts() {
+            None => write!(f, "{:?}", self.0),
+            Some((head, cut, tail)) => write!(f, "{head:?}[... {cut} bytes cut ...]{tail:?}"),
+        }
+    }
 }
 
 /// Reads an offload file. Only a regular file is opened: a FIFO or device wearing an LRO name

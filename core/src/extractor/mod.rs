@@ -23,7 +23,7 @@ use crate::recipes;
 use crate::{Config, Error};
 use confine::{check_header, confine, read};
 use hint::with_hint;
-use output::Output;
+use output::{Output, cap_error, cap_other_error};
 use run::run_over_lines;
 pub use tool::{call_tool, tool_definition};
 
@@ -59,8 +59,14 @@ pub struct Extracted {
     pub text: String,
 }
 
-/// Runs an extraction at time `now_ms` (for the expiry check).
+/// Runs an extraction at time `now_ms` (for the expiry check). Error texts are capped like the
+/// output (see [`output::cap_error`]).
 pub fn extract(config: &Config, request: &ExtractRequest<'_>, now_ms: u64) -> Result<Extracted, Error> {
+    let limit = request.limit.unwrap_or(config.threshold_tokens);
+    extract_uncapped(config, request, now_ms).map_err(|e| cap_other_error(e, limit))
+}
+
+fn extract_uncapped(config: &Config, request: &ExtractRequest<'_>, now_ms: u64) -> Result<Extracted, Error> {
     config.validate()?;
     let (recipe, query) = match (request.recipe, request.query) {
         (Some(_), Some(_)) => {
@@ -136,7 +142,8 @@ pub fn extract(config: &Config, request: &ExtractRequest<'_>, now_ms: u64) -> Re
         (None, Some(query)) => {
             let names: Vec<&str> = params.iter().map(|(k, _)| k.as_str()).collect();
             let values: Vec<Val> = params.iter().map(|(_, v)| json_to_val(v)).collect();
-            let filter = Filter::compile(query, &names).map_err(|e| with_hint(e, query, detail))?;
+            let filter =
+                Filter::compile(query, &names).map_err(|e| with_hint(cap_filter_error(e, limit), query, detail))?;
             run_over_lines(
                 &filter,
                 &names,
@@ -154,35 +161,50 @@ pub fn extract(config: &Config, request: &ExtractRequest<'_>, now_ms: u64) -> Re
 }
 
 /// `lro query`: a filter over whitespace-separated JSON values, without files.
+/// Error texts are capped like the output: not at all without a `limit`.
 pub fn query(filter: &str, input: &str, slurp: bool, raw: bool, limit: Option<u32>) -> Result<Extracted, Error> {
-    let compiled = Filter::compile(filter, &[])?;
-    let inputs = jq::parse_many(input).map_err(|e| Error::InvalidInput(format!("input is not valid JSON: {e}")))?;
+    let cap = limit.unwrap_or(u32::MAX);
+    let compiled = Filter::compile(filter, &[]).map_err(|e| cap_filter_error(e, cap))?;
+    let inputs = jq::parse_many(input)
+        .map_err(|e| cap_other_error(Error::InvalidInput(format!("input is not valid JSON: {e}")), cap))?;
     let inputs = if slurp {
         vec![inputs.into_iter().collect::<Val>()]
     } else {
         inputs
     };
-    let mut out = Output::new(raw, limit.unwrap_or(u32::MAX));
+    let mut out = Output::new(raw, cap);
     for (i, value) in inputs.into_iter().enumerate() {
+        if !slurp {
+            out.at_input(i + 1);
+        }
         let flow = compiled.run(value, &[], &mut |v| out.push(&v)).map_err(|e| {
+            let e = cap_error(e, cap);
             Error::FilterFailed(if slurp {
                 e
             } else {
                 format!("{e} (input value {})", i + 1)
             })
         })?;
-        if flow == Flow::Halt {
+        if flow != Flow::Continue {
             break;
         }
     }
     Ok(out.finish(None, filter))
 }
 
+/// A compile error's text (which quotes names from the filter) cut to the cap.
+fn cap_filter_error(error: Error, limit: u32) -> Error {
+    match error {
+        Error::InvalidFilter(m) => Error::InvalidFilter(cap_error(m, limit)),
+        other => cap_other_error(other, limit),
+    }
+}
+
 /// The `params` object as (variable name, value) pairs, each name a valid jq variable.
 fn parse_params(params: Option<&str>) -> Result<Vec<(String, Value)>, Error> {
     let Some(text) = params else { return Ok(Vec::new()) };
-    let value: Value =
-        serde_json::from_str(text).map_err(|e| Error::InvalidRequest(format!("`params` is not valid JSON: {e}")))?;
+    let value: Value = crate::json_text::parse(text, crate::mcp::RESULT_DEPTH)
+        .map_err(|e| Error::InvalidRequest(format!("`params` is {e}")))?;
     match value {
         Value::Null => Ok(Vec::new()),
         Value::Object(map) => {
@@ -353,6 +375,14 @@ mod tests {
             r#"select((.title // "") | test("E"; "i"))"#,
             r#"select((.namespace // "_semantic") | startswith("_semantic"))"#,
             r#"select((.missing // "x") | endswith("x"))"#,
+            // Number literals, and jq's definitions that pass outputs on (issue 34, item 14).
+            "select(.title == 2.5)",
+            "select(.title != 2.50) | .id",
+            "select(.id == 1e0)",
+            "select(.namespace == 0)",
+            "first(.title)",
+            "limit(1; .title, .id)",
+            "last(.id, .title)",
         ];
         // Over the array of every record (`slurp`).
         let slurped = [
@@ -410,13 +440,136 @@ mod tests {
         assert!(compared.0 >= filters.len() && compared.1 >= 10, "{compared:?}");
     }
 
+    /// A file of `records` (one JSON text a line) in `dir`, and its path.
+    fn file_of(dir: &std::path::Path, records: &[String]) -> String {
+        let name = format!("atlatl-recall-{}.jsonl", ulid::Ulid::generate());
+        let header = format!(
+            r#"{{"type":"lro_header","operation":"recall","count":{},"timestamp":"2999-01-01T00:00:00.000Z","detail":"full"}}"#,
+            records.len()
+        );
+        std::fs::write(dir.join(&name), format!("{header}\n{}\n", records.join("\n"))).unwrap();
+        format!("{}/{name}", dir.to_str().unwrap())
+    }
+
+    // See: issue 34, item 6 (the output cap did not apply to error texts).
     #[test]
-    fn query_caps_output_and_counts_all() {
-        let out = query("range(100)", "null", false, false, Some(10)).unwrap();
-        assert!(out.truncated && out.total == 100 && out.values.len() < 100);
+    fn error_texts_are_capped_like_values() {
+        let dir = tempfile::tempdir().unwrap();
+        let cfg = config(dir.path());
+        let long = "x".repeat(200_000);
+        let records: Vec<String> = (0..50).map(|i| format!(r#"{{"id":{i},"title":"{long}"}}"#)).collect();
+        let path = file_of(dir.path(), &records);
+        let run = |query: &str, slurp: bool, limit: Option<u32>| {
+            let request = ExtractRequest {
+                path: &path,
+                query: Some(query),
+                slurp,
+                limit,
+                ..Default::default()
+            };
+            extract(&cfg, &request, 0).unwrap_err()
+        };
+        let cut = |m: &str, at: usize, of: usize| m.contains(&format!("... (error message cut at {at} of {of} bytes)"));
+        // The whole file as the error's text, over a cap of 1 token: cut to the floor of 256
+        // tokens (1,024 bytes here), the note inside it.
+        let all = run("error(tojson)", true, Some(1));
+        let Error::FilterFailed(m) = &all else { panic!("{all}") };
+        assert!(
+            m.len() <= 1024 && cut(m, 1024 - 64, 10_001_041),
+            "{}",
+            &m[m.len() - 80..]
+        );
+        // With a larger limit, more of it; where it failed comes after the cut, whole.
+        let per_record = run(".title | tonumber", false, Some(2000));
+        let Error::FilterFailed(m) = &per_record else {
+            panic!("{per_record}")
+        };
+        assert!(
+            m.len() < 8100
+                && m.contains("error message cut at 7936 of 200")
+                && m.ends_with(" (on the record at line 2)"),
+            "{m:.100}"
+        );
+        // The default limit is the threshold.
+        let Error::FilterFailed(m) = run("error(\"x\" * 100000000)", false, None) else {
+            panic!()
+        };
+        assert!(m.len() < 6500 && cut(&m, 6336, 100_000_000), "{}", &m[m.len() - 80..]);
+        // A name in the filter, quoted back by the compile error.
+        let name = "a".repeat(100_000);
+        let Error::InvalidFilter(m) = run(&format!(".x | {name}"), false, None) else {
+            panic!()
+        };
+        assert!(m.len() < 6500 && m.contains("error message cut at"), "{m:.100}");
+        // Short errors are whole, whatever the limit.
+        assert_eq!(
+            run("error(\"boom\")", false, Some(1)).to_string(),
+            "filter failed: boom (on the record at line 2)"
+        );
+        // The same in `query`, with a limit; without one, nothing is cut (as with values).
+        let input = format!("\"{long}\"");
+        let err = query("tonumber", &input, false, false, Some(10))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.len() < 1100 && err.contains("error message cut at") && err.ends_with("(input value 1)"),
+            "{err:.100}"
+        );
+        let err = query("tonumber", &input, false, false, None).unwrap_err().to_string();
+        assert!(err.len() > 200_000, "{err:.100}");
+    }
+
+    // See: issue 34, item 6 (a 250 KB path was quoted whole).
+    #[test]
+    fn long_paths_and_arguments_are_cut_in_errors() {
+        let dir = tempfile::tempdir().unwrap();
+        let cfg = config(dir.path());
+        let long = format!("/{}/notes.jsonl", "d".repeat(250_000));
+        for path in [long.clone(), long[1..].to_owned(), format!("{}{long}", cfg.output_dir)] {
+            let request = ExtractRequest {
+                path: &path,
+                query: Some("."),
+                ..Default::default()
+            };
+            let m = extract(&cfg, &request, 0).unwrap_err().to_string();
+            assert!(
+                m.len() < 1200 && m.contains("[... 249") && m.contains(" bytes cut ...]"),
+                "{m}"
+            );
+            assert!(
+                m.contains("notes.jsonl"),
+                "the end of the path, its file name, is shown: {m}"
+            );
+        }
+        // A tool call's arguments are quoted in its errors: cut at the threshold.
+        let key = "k".repeat(100_000);
+        let arguments = serde_json::json!({"file_path": "/x", key: 1}).to_string();
+        let m = call_tool(&cfg, &arguments, 0).unwrap_err().to_string();
+        assert!(m.len() < 6500 && m.contains("error message cut at"), "{m:.100}");
+        let arguments = serde_json::json!({"file_path": "/x", "recipe": long}).to_string();
+        let m = call_tool(&cfg, &arguments, 0).unwrap_err().to_string();
+        assert!(m.len() < 6500 && m.contains("error message cut at"), "{m:.100}");
+    }
+
+    #[test]
+    fn query_caps_output_and_stops_there() {
+        // The first value past the cap stops the filter.
+        let out = query("range(100000)", "null", false, false, Some(10)).unwrap();
+        assert!(out.truncated && out.total == out.values.len() as u64 + 1, "{out:?}");
+        assert!(
+            out.text.contains(&format!(
+                "showing {} values; the output cap is 10 tokens. The filter was stopped at input value 1",
+                out.values.len()
+            )),
+            "{}",
+            out.text
+        );
+        let out = query(".", &"1 ".repeat(1000), false, false, Some(10)).unwrap();
         assert!(
             out.text
-                .contains(&format!("showing {} of 100 values", out.values.len()))
+                .contains("stopped at input value 21: the input values after it"),
+            "{}",
+            out.text
         );
         let none = query("empty", "null", false, false, None).unwrap();
         assert_eq!((none.total, none.text.contains("no values")), (0, true));

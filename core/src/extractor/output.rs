@@ -1,5 +1,7 @@
 //! The output of an extraction: values as jq prints them, up to a cap in estimated tokens, with a
-//! note saying what the cap left out. A single value over the cap shows its leading part.
+//! note saying what the cap left out. A single value over the cap shows its leading part. The
+//! first value past the cap stops the filter, and the records after it are not read: a filter
+//! that needs a few records costs a few records, however large the file.
 
 use jaq_json::Val;
 
@@ -21,6 +23,9 @@ pub(super) struct Output {
     /// When the first value alone was over the cap and was cut to its leading parts: what it
     /// was (`"array"`/`"object"`), the parts shown and the parts it had.
     cut: Option<(&'static str, usize, usize)>,
+    /// Where the values come from, for the note when the cap stops the filter: "the record on
+    /// line 12", "input value 3".
+    at: Option<(&'static str, usize)>,
 }
 
 impl Output {
@@ -34,25 +39,29 @@ impl Output {
             total: 0,
             truncated: false,
             cut: None,
+            at: None,
         }
     }
 
-    /// The cap has been reached: further values are only counted.
+    /// The values that follow come from the record on line `line` of the file.
+    pub(super) fn at_line(&mut self, line: usize) {
+        self.at = Some(("the record on line", line));
+    }
+
+    /// The values that follow come from input value `n` (1-based) of `query`.
+    pub(super) fn at_input(&mut self, n: usize) {
+        self.at = Some(("input value", n));
+    }
+
+    /// The cap has been reached: the filter must stop, and no more records be read.
     pub(super) fn is_full(&self) -> bool {
         self.truncated
     }
 
-    /// Counts a value past the cap without printing it.
-    pub(super) fn count(&mut self) -> bool {
-        debug_assert!(self.truncated);
-        self.total += 1;
-        true
-    }
-
-    /// Prints a value, or only counts it past the cap. Always true: keep going, to count.
+    /// Prints a value; false once the cap is reached (this value is past it): stop the filter.
     pub(super) fn push(&mut self, value: &Val) -> bool {
         if self.truncated {
-            return self.count();
+            return false;
         }
         self.push_text(if self.raw {
             jq::to_raw(value)
@@ -61,10 +70,13 @@ impl Output {
         })
     }
 
-    /// Pushes a value already printed.
+    /// Pushes a value already printed; false once the cap is reached, as [`Output::push`].
     pub(super) fn push_text(&mut self, text: String) -> bool {
+        if self.truncated {
+            return false;
+        }
         self.total += 1;
-        if !self.truncated {
+        {
             let next = self.counts + Counts::of(&text) + Counts { other: 1, cjk: 0 };
             if next.tokens() > self.limit {
                 self.truncated = true;
@@ -81,7 +93,7 @@ impl Output {
                 self.values.push(text);
             }
         }
-        true
+        !self.truncated
     }
 
     /// The result, with a note on what the cap left out, or a hint when nothing matched.
@@ -98,25 +110,22 @@ impl Output {
             } else {
                 ("member", "members")
             };
-            let others = if self.total > 1 {
-                format!(" It is the first of {} values; the others are not shown.", self.total)
-            } else {
-                String::new()
-            };
             text.push_str(&format!(
                 "\n[lro_extract: the value is an {kind} of {all} {parts}, over the output cap of {} tokens; \
-                 showing its first {shown} {}.{others} Narrow the query (.[:n], map(...), select(...), \
-                 or fewer fields) or pass a larger limit.]",
+                 showing its first {shown} {}.{} Pass a larger `limit` to see more, or narrow the query \
+                 (.[:n], map(...), select(...), or fewer fields).]",
                 self.limit,
                 if shown == 1 { part } else { parts },
+                self.stopped(),
             ));
         } else if self.truncated {
             text.push_str(&format!(
-                "\n[lro_extract: showing {} of {} values; the output cap is {} tokens. Narrow the query \
-                 (select(...), limit(n; ...), or fewer fields) or pass a larger limit.]",
+                "\n[lro_extract: showing {} {}; the output cap is {} tokens.{} Pass a larger `limit` to see \
+                 more, or narrow the query (select(...), limit(n; ...), or fewer fields).]",
                 self.values.len(),
-                self.total,
-                self.limit
+                if self.values.len() == 1 { "value" } else { "values" },
+                self.limit,
+                self.stopped(),
             ));
         }
         Extracted {
@@ -125,6 +134,24 @@ impl Output {
             total: self.total,
             truncated: self.truncated,
             text,
+        }
+    }
+}
+
+impl Output {
+    /// Where the cap stopped the filter, for the note: " The filter was stopped at the record
+    /// on line 12: the records after it were not read."
+    fn stopped(&self) -> String {
+        match self.at {
+            Some((what, n)) => {
+                let rest = if what == "input value" {
+                    "input values"
+                } else {
+                    "records"
+                };
+                format!(" The filter was stopped at {what} {n}: the {rest} after it, if any, were not read.")
+            }
+            None => " The filter was stopped there.".to_owned(),
         }
     }
 }
@@ -200,5 +227,64 @@ impl<'de: 'a, 'a> serde::Deserialize<'de> for Members<'a> {
             }
         }
         deserializer.deserialize_map(Visit(std::marker::PhantomData))
+    }
+}
+
+/// The fewest tokens an error message is cut to, whatever the output cap: a cap of a few tokens
+/// still shows what went wrong.
+pub(super) const ERROR_FLOOR: u32 = 256;
+
+/// The tokens kept for the note that says what was cut.
+const NOTE_TOKENS: u32 = 16;
+
+/// `message` cut to the output cap of `limit` tokens (at least [`ERROR_FLOOR`]), with a note saying
+/// how much of it is shown. Error texts can carry user data (`error(tojson)`, `tonumber` of a long
+/// string, a long name in the filter), so they are capped as values are.
+pub(super) fn cap_error(message: String, limit: u32) -> String {
+    let cap = limit.max(ERROR_FLOOR);
+    // Tokens never outnumber bytes.
+    if message.len() <= cap as usize {
+        return message;
+    }
+    let keep = cap - NOTE_TOKENS;
+    let mut counts = Counts::default();
+    let mut end = None;
+    for (i, c) in message.char_indices() {
+        counts = counts + Counts::of(c.encode_utf8(&mut [0; 4]));
+        if end.is_none() && counts.tokens() > keep {
+            end = Some(i);
+        }
+        if counts.tokens() > cap {
+            break;
+        }
+    }
+    if counts.tokens() <= cap {
+        return message;
+    }
+    let end = end.expect("the kept part is shorter than the cap");
+    format!(
+        "{}... (error message cut at {end} of {} bytes)",
+        &message[..end],
+        message.len()
+    )
+}
+
+/// Cuts the text of an error that may carry user data (see [`cap_error`]); a `filter-failed` or
+/// `invalid-filter` error was cut where it was made, with its context after the cut, and is left
+/// as it is.
+pub(super) fn cap_other_error(error: crate::Error, limit: u32) -> crate::Error {
+    use crate::Error as E;
+    let cap = |m: String| cap_error(m, limit);
+    match error {
+        E::InvalidConfig(m) => E::InvalidConfig(cap(m)),
+        E::InvalidInput(m) => E::InvalidInput(cap(m)),
+        E::Io(m) => E::Io(cap(m)),
+        E::InvalidRequest(m) => E::InvalidRequest(cap(m)),
+        E::NotFound(m) => E::NotFound(cap(m)),
+        E::OutsideDirectory(m) => E::OutsideDirectory(cap(m)),
+        E::NotLroFile(m) => E::NotLroFile(cap(m)),
+        E::Expired(m) => E::Expired(cap(m)),
+        E::Corrupt(m) => E::Corrupt(cap(m)),
+        done @ (E::InvalidFilter(_) | E::FilterFailed(_)) => done,
     }
 }

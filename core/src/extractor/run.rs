@@ -5,7 +5,7 @@ use jaq_json::Val;
 
 use super::Extracted;
 use super::hint::with_hint;
-use super::output::Output;
+use super::output::{Output, cap_error};
 use crate::jq::{self, Filter, Flow};
 use crate::json_text::{self, is_jq_canonical};
 use crate::plan::{self, Plan, Slurp};
@@ -34,6 +34,9 @@ pub(super) fn run_over_lines(
     let parse = |(i, line): (usize, &str)| jq::parse(line).map_err(|e| corrupt(i, e));
     let failed = |e: String, at: Option<usize>| {
         let at = at.map_or(String::new(), |i| format!(" (on the record at line {})", i + 2));
+        // The filter's own text (it may carry any value) is cut to the cap; where it failed and
+        // the hint come after it whole.
+        let e = cap_error(e, limit);
         with_hint(Error::FilterFailed(format!("{e}{at}")), program, detail)
     };
     if slurp {
@@ -87,6 +90,7 @@ pub(super) fn run_over_lines(
                     _ => None,
                 };
                 for (i, line) in lines {
+                    out.at_line(i + 2);
                     let record = match keys {
                         Some(keys) => plan::parse_projected(line, keys).map_err(|e| corrupt(i, e))?,
                         None => parse((i, line))?,
@@ -94,7 +98,7 @@ pub(super) fn run_over_lines(
                     if filter
                         .run(record, vars, &mut |v| out.push(&v))
                         .map_err(|e| failed(e, Some(i)))?
-                        == Flow::Halt
+                        != Flow::Continue
                     {
                         break;
                     }
@@ -105,6 +109,7 @@ pub(super) fn run_over_lines(
                 let keys = distinct(&members);
                 let names: Vec<String> = fields.iter().map(|(name, _)| jq::to_json(&jq::string(name))).collect();
                 for (i, line) in lines {
+                    out.at_line(i + 2);
                     let Some(texts) = plan::member_texts(line, &members).map_err(|e| corrupt(i, e))? else {
                         // Not an object (jq's error, or what the filter makes of it), or an
                         // escaped member name: the general path.
@@ -112,16 +117,12 @@ pub(super) fn run_over_lines(
                         if filter
                             .run(record, vars, &mut |v| out.push(&v))
                             .map_err(|e| failed(e, Some(i)))?
-                            == Flow::Halt
+                            != Flow::Continue
                         {
                             break;
                         }
                         continue;
                     };
-                    if out.is_full() {
-                        out.count();
-                        continue;
-                    }
                     let mut text = String::with_capacity(2 + names.iter().map(|n| n.len() + 16).sum::<usize>());
                     text.push('{');
                     for (n, (name, value)) in names.iter().zip(&texts).enumerate() {
@@ -133,7 +134,9 @@ pub(super) fn run_over_lines(
                         text.push_str(value.as_deref().unwrap_or("null"));
                     }
                     text.push('}');
-                    out.push_text(text);
+                    if !out.push_text(text) {
+                        break;
+                    }
                 }
             }
             Plan::Tabular { members, csv } => {
@@ -141,6 +144,7 @@ pub(super) fn run_over_lines(
                 let keys = distinct(&members);
                 let names: Vec<Val> = members.iter().map(|m| jq::string(m)).collect();
                 for (i, line) in lines {
+                    out.at_line(i + 2);
                     let record = plan::parse_projected(line, &keys).map_err(|e| corrupt(i, e))?;
                     // `.a` of an object is its member or null; the array of them formatted as
                     // the filter would. Anything else (a line that is not an object, a value
@@ -152,19 +156,17 @@ pub(super) fn run_over_lines(
                         }
                         _ => None,
                     };
-                    match line_out {
-                        Some(text) => {
-                            out.push(&text);
-                        }
+                    let go_on = match line_out {
+                        Some(text) => out.push(&text),
                         None => {
-                            if filter
+                            filter
                                 .run(record, vars, &mut |v| out.push(&v))
                                 .map_err(|e| failed(e, Some(i)))?
-                                == Flow::Halt
-                            {
-                                break;
-                            }
+                                == Flow::Continue
                         }
+                    };
+                    if !go_on {
+                        break;
                     }
                 }
             }
@@ -173,11 +175,12 @@ pub(super) fn run_over_lines(
                 let cond = Filter::compile(&cond, names)?;
                 let native = native.and_then(|native| native.bind(names, vars));
                 for (i, line) in lines {
+                    out.at_line(i + 2);
                     let record = plan::parse_projected(line, &keys).map_err(|e| corrupt(i, e))?;
                     let mut selected = Selected { line, whole: None };
                     if let Some(holds) = native.as_ref().and_then(|native| native.holds(&record)) {
-                        if holds {
-                            selected.push(&mut out, || parse((i, line)))?;
+                        if holds && !selected.push(&mut out, || parse((i, line)))? {
+                            break;
                         }
                         continue;
                     }
@@ -196,7 +199,7 @@ pub(super) fn run_over_lines(
                     if let Some(e) = bad_line {
                         return Err(e);
                     }
-                    if flow == Flow::Halt {
+                    if flow != Flow::Continue {
                         break;
                     }
                 }
@@ -214,11 +217,11 @@ struct Selected<'l> {
 
 impl Selected<'_> {
     /// Outputs the line (once per true output of the condition); false when the output wants
-    /// no more. Most lines print as they are written, with no record built (a string would
-    /// print differently in raw mode); the others are parsed once, by `parse`.
+    /// no more (the cap is reached). Most lines print as they are written, with no record built
+    /// (a string would print differently in raw mode); the others are parsed once, by `parse`.
     fn push(&mut self, out: &mut Output, parse: impl FnOnce() -> Result<Val, Error>) -> Result<bool, Error> {
         if out.is_full() {
-            return Ok(out.count());
+            return Ok(false);
         }
         if !(out.raw && self.line.starts_with('"')) && is_jq_canonical(self.line) {
             return Ok(out.push_text(self.line.to_owned()));

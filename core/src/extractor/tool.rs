@@ -56,10 +56,17 @@ pub fn tool_definition() -> Value {
     })
 }
 
-/// Runs `lro_extract` from a `tools/call` request's `arguments` object at time `now_ms`.
+/// Runs `lro_extract` from a `tools/call` request's `arguments` object at time `now_ms`. Errors in
+/// the arguments (which may quote them) are capped at the config's threshold, as the extraction's
+/// are at its `limit`.
 pub fn call_tool(config: &Config, arguments: &str, now_ms: u64) -> Result<Extracted, Error> {
+    call(config, arguments, now_ms).map_err(|e| super::output::cap_other_error(e, config.threshold_tokens))?
+}
+
+/// The extraction's result, or the error in the arguments.
+fn call(config: &Config, arguments: &str, now_ms: u64) -> Result<Result<Extracted, Error>, Error> {
     let bad = |m: String| Error::InvalidRequest(m);
-    let args = match serde_json::from_str::<Value>(arguments) {
+    let args = match crate::json_text::parse::<Value>(arguments, crate::mcp::RESULT_DEPTH) {
         Ok(Value::Object(map)) => map,
         Ok(other) => {
             return Err(bad(format!(
@@ -67,7 +74,7 @@ pub fn call_tool(config: &Config, arguments: &str, now_ms: u64) -> Result<Extrac
                 crate::TypeName(&other)
             )));
         }
-        Err(e) => return Err(bad(format!("the arguments are not valid JSON: {e}"))),
+        Err(e) => return Err(bad(format!("the arguments are {e}"))),
     };
     const KNOWN: [&str; 6] = ["file_path", "recipe", "query", "params", "slurp", "limit"];
     if let Some(unknown) = args.keys().find(|k| !KNOWN.contains(&k.as_str())) {
@@ -148,5 +155,5 @@ pub fn call_tool(config: &Config, arguments: &str, now_ms: u64) -> Result<Extrac
         slurp,
         limit,
     };
-    extract(config, &request, now_ms)
+    Ok(extract(config, &request, now_ms))
 }

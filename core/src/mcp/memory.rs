@@ -62,7 +62,8 @@ pub(super) fn memory(
     // The decision was made on what the model would read; the descriptor carries that estimate.
     match offload::offload_estimated(config, &request, Some(tokens), emit)? {
         Outcome::Offloaded { descriptor, path, .. } => {
-            let value: Value = serde_json::from_str(&descriptor).expect("the descriptor is JSON");
+            let value: Value =
+                crate::json_text::parse(&descriptor, super::RESULT_DEPTH).expect("the descriptor is JSON");
             Ok(ToolOutcome::Offloaded {
                 result: replace(result, &descriptor, value),
                 files: vec![path],
@@ -70,7 +71,8 @@ pub(super) fn memory(
             })
         }
         Outcome::Degraded { payload, warning, .. } => {
-            let value: Value = serde_json::from_str(&payload).expect("the payload is JSON");
+            // The leading records, each nested at most `jq::MAX_DEPTH` levels, in an object.
+            let value: Value = crate::json_text::parse(&payload, super::RESULT_DEPTH).expect("the payload is JSON");
             Ok(ToolOutcome::Degraded {
                 result: replace(result, &payload, value),
                 warning,

@@ -21,7 +21,15 @@ mod sections;
 use serde_json::{Map, Value};
 
 use crate::estimate::Counts;
+use crate::json_text::parse;
 use crate::{Config, Error, Event, Operation, TypeName};
+
+/// The deepest JSON the MCP level reads (a result, its text content, its arguments): records
+/// nested [`crate::jq::MAX_DEPTH`] levels, the most an offloaded line may nest (so that
+/// `lro_extract` reads it back), inside a few levels of wrapping (the result object,
+/// `structuredContent`, a member, the array holding the records). Deeper JSON is `invalid-input`,
+/// as a record nested deeper than `MAX_DEPTH` is.
+pub const RESULT_DEPTH: usize = crate::jq::MAX_DEPTH + 8;
 
 pub use descriptor::DESCRIPTOR_BUDGET;
 use descriptor::estimate_value;
@@ -108,7 +116,7 @@ pub enum ToolOutcome {
 /// Intercepts one tool result.
 pub fn intercept(config: &Config, call: &ToolCall<'_>, emit: &mut dyn FnMut(Event)) -> Result<ToolOutcome, Error> {
     config.validate()?;
-    let mut result: Map<String, Value> = match serde_json::from_str(call.result) {
+    let mut result: Map<String, Value> = match parse(call.result, RESULT_DEPTH) {
         Ok(Value::Object(map)) => map,
         Ok(other) => {
             return Err(Error::InvalidInput(format!(
@@ -116,9 +124,9 @@ pub fn intercept(config: &Config, call: &ToolCall<'_>, emit: &mut dyn FnMut(Even
                 TypeName(&other)
             )));
         }
-        Err(e) => return Err(Error::InvalidInput(format!("result is not valid JSON: {e}"))),
+        Err(e) => return Err(Error::InvalidInput(format!("result is {e}"))),
     };
-    let arguments = match serde_json::from_str(call.arguments) {
+    let arguments = match parse(call.arguments, RESULT_DEPTH) {
         Ok(Value::Object(map)) => map,
         Ok(Value::Null) => Map::new(),
         Ok(other) => {
@@ -127,13 +135,11 @@ pub fn intercept(config: &Config, call: &ToolCall<'_>, emit: &mut dyn FnMut(Even
                 TypeName(&other)
             )));
         }
-        Err(e) => return Err(Error::InvalidInput(format!("arguments are not valid JSON: {e}"))),
+        Err(e) => return Err(Error::InvalidInput(format!("arguments are {e}"))),
     };
     let meta: Option<Value> = match call.meta {
         None => None,
-        Some(text) => {
-            Some(serde_json::from_str(text).map_err(|e| Error::InvalidInput(format!("meta is not valid JSON: {e}")))?)
-        }
+        Some(text) => Some(parse(text, RESULT_DEPTH).map_err(|e| Error::InvalidInput(format!("meta is {e}")))?),
     };
     let settings = config.tools.iter().find(|t| t.name == call.tool);
     let enabled = settings.and_then(|t| t.enabled).unwrap_or(config.enabled);
@@ -186,7 +192,7 @@ pub fn intercept(config: &Config, call: &ToolCall<'_>, emit: &mut dyn FnMut(Even
     if operation == Some(Operation::Inject) {
         // inject_context decides on the pre-budget records (spec), not on the budgeted text the
         // model would read; without records there is nothing to offload.
-        let found = data_of(structured, &blocks, &text);
+        let found = data_of(structured, &blocks, &text)?;
         match &found {
             Data::Json(value) if let Some(records) = memory_records(value) => {
                 let records = serde_json::to_string(records).map_err(|e| Error::InvalidInput(e.to_string()))?;
@@ -206,7 +212,10 @@ pub fn intercept(config: &Config, call: &ToolCall<'_>, emit: &mut dyn FnMut(Even
         threshold_tokens: threshold,
         ..config.clone()
     };
-    let data = data.unwrap_or_else(|| data_of(structured, &blocks, &text));
+    let data = match data {
+        Some(data) => data,
+        None => data_of(structured, &blocks, &text)?,
+    };
     if let (Some(operation), Data::Json(value)) = (operation, &data)
         && let Some(records) = memory_records(value)
     {
@@ -232,7 +241,7 @@ pub fn intercept(config: &Config, call: &ToolCall<'_>, emit: &mut dyn FnMut(Even
 /// on a tool whose results may be offloaded, and `lro_extract` appended when `config.extract_tool`.
 pub fn rewrite_tools(config: &Config, tools: &str) -> Result<String, Error> {
     config.validate()?;
-    let mut tools = match serde_json::from_str::<Value>(tools) {
+    let mut tools = match parse::<Value>(tools, RESULT_DEPTH) {
         Ok(Value::Array(items)) => items,
         Ok(other) => {
             return Err(Error::InvalidInput(format!(
@@ -240,7 +249,7 @@ pub fn rewrite_tools(config: &Config, tools: &str) -> Result<String, Error> {
                 TypeName(&other)
             )));
         }
-        Err(e) => return Err(Error::InvalidInput(format!("tools is not valid JSON: {e}"))),
+        Err(e) => return Err(Error::InvalidInput(format!("tools is {e}"))),
     };
     for (i, tool) in tools.iter_mut().enumerate() {
         let Some(name) = tool.get("name").and_then(Value::as_str).map(str::to_owned) else {

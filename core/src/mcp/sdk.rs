@@ -4,6 +4,10 @@
 
 use serde_json::{Map, Value, json};
 
+use super::RESULT_DEPTH;
+use crate::Error;
+use crate::json_text::{ParseError, parse};
+
 /// The data of a result: a JSON value, or text that is not JSON.
 pub(super) enum Data {
     Json(Value),
@@ -14,27 +18,40 @@ pub(super) enum Data {
 /// single-key wrapper of text, as the Python SDK makes of a tool returning `str` and the
 /// reference servers of every text result: the text's JSON, or the text itself when it is not
 /// JSON), else the text content parsed as JSON, else one JSON value per text block (the Python
-/// SDK's shape for a tool returning a list), else plain text.
-pub(super) fn data_of(structured: Option<&Value>, blocks: &[&str], text: &str) -> Data {
-    let parsed = |t: &str| serde_json::from_str::<Value>(t).ok();
+/// SDK's shape for a tool returning a list), else plain text. JSON text nested deeper than
+/// [`RESULT_DEPTH`] levels is `invalid-input`, as the result itself would be.
+pub(super) fn data_of(structured: Option<&Value>, blocks: &[&str], text: &str) -> Result<Data, Error> {
+    let parsed = |t: &str| match parse::<Value>(t, RESULT_DEPTH) {
+        Ok(value) => Ok(Some(value)),
+        Err(ParseError::Invalid(_)) => Ok(None),
+        Err(too_deep @ ParseError::TooDeep(_)) => Err(Error::InvalidInput(format!(
+            "the result's text is JSON {too_deep}; its records may nest at most {} levels",
+            crate::jq::MAX_DEPTH
+        ))),
+    };
     if let Some(value) = structured {
-        return match wrapped_text(value) {
-            Some(inner) => match parsed(inner).filter(|v| v.is_array() || v.is_object()) {
+        return Ok(match wrapped_text(value) {
+            Some(inner) => match parsed(inner)?.filter(|v| v.is_array() || v.is_object()) {
                 Some(json) => Data::Json(json),
                 None => Data::Text(inner.to_owned()),
             },
             None => Data::Json(value.clone()),
-        };
+        });
     }
-    if let Some(v) = parsed(text).filter(|v| v.is_array() || v.is_object()) {
-        return Data::Json(v);
+    if let Some(v) = parsed(text)?.filter(|v| v.is_array() || v.is_object()) {
+        return Ok(Data::Json(v));
     }
-    if blocks.len() > 1
-        && let Some(values) = blocks.iter().map(|b| parsed(b)).collect::<Option<Vec<Value>>>()
-    {
-        return Data::Json(Value::Array(values));
+    if blocks.len() > 1 {
+        let mut values = Vec::with_capacity(blocks.len());
+        for block in blocks {
+            match parsed(block)? {
+                Some(value) => values.push(value),
+                None => return Ok(Data::Text(text.to_owned())),
+            }
+        }
+        return Ok(Data::Json(Value::Array(values)));
     }
-    Data::Text(text.to_owned())
+    Ok(Data::Text(text.to_owned()))
 }
 
 /// The string of a single-key object such as `{"result": "..."}`.

@@ -186,6 +186,18 @@ pub(super) fn generic(
         let operation = format!("{tool_name}-{section_name}");
         let name = format!("{}-{operation}-{ulid}.jsonl", config.prefix);
         let lines: Vec<String> = section.lines.iter().map(Value::to_string).collect();
+        // Every line must be one `lro_extract` can read again, as at the record level.
+        let max = crate::jq::MAX_DEPTH;
+        if let Some(i) = lines
+            .iter()
+            .position(|l| crate::json_text::depth(l.as_bytes(), max) > max)
+        {
+            return Err(Error::InvalidInput(format!(
+                "{}[{i}] is nested more than {max} levels deep; offloaded records may nest at most {max} levels, \
+                 the most lro_extract reads",
+                section.key
+            )));
+        }
         let section_tokens = lines.iter().fold(Counts::default(), |c, l| c + Counts::of(l)).tokens();
         let header = json!({
             "type": "lro_header", "operation": operation, "query": null, "count": lines.len(),

@@ -313,6 +313,21 @@ def main():
             }
         },
     )
+    # See: issue 34, item 6. Error texts carry user data: they are cut to the output cap (at
+    # least 256 tokens), saying how much was cut; a path that long shows its start and its end.
+    case(
+        "extract-error-cap",
+        "error texts are capped like values: the file as an error, a long error, a long name, a long path",
+        [
+            offload(text("host/inputs/full-60.json"), detail="full"),
+            extract(query="error(tojson)", slurp=True, limit=1),
+            extract(query='error("x" * 100000)'),
+            extract(query=".title | " + "a" * 5000),
+            extract(path="<DIR>/" + "d" * 3000 + "/notes.jsonl", query="."),
+            {"call": "call_tool", "args": {"arguments": {"file_path": "<FILE>", "query": ".", "k" * 5000: 1}}},
+        ],
+        config={"threshold_tokens": 500},
+    )
     # Records written as jq would not print them, in lines a file could hold: CRLF endings, blank
     # lines, non-ASCII text, a raw DEL, escapes, spaces, repeated members, strings longer than
     # the scanners' 16-byte steps. `select` outputs a line as it is only when jq would print it
@@ -387,6 +402,30 @@ def main():
             [intercept(call["tool"], text(f"mcp/{folder.name}/result.json"), call.get("arguments"), call.get("meta"))],
             config={"threshold_tokens": call["threshold"]},
         )
+    # See: issue 34, item 13. Records as deep as a line may nest (1,000 levels) keep their
+    # structure at the MCP level in every host (the hosts' stacks differ); one level more is
+    # refused, naming the record. The result is passed as text: no host re-serialises it.
+    def deep_result(depth, structured=False, count=2):
+        def record(i):
+            chain = '{"id":%d}' % i
+            for _ in range(2, depth):
+                chain = '{"a":' + chain + "}"
+            return '{"id":%d,"title":"deep %d","a":%s}' % (i, i, chain)
+        records = "[" + ",".join(record(i) for i in range(count)) + "]"
+        if structured:
+            return '{"content":[],"structuredContent":{"results":%s}}' % records
+        return json.dumps({"content": [{"type": "text", "text": records}]}, separators=(",", ":"))
+    case(
+        "intercept-deep-records",
+        "records nested 1,000 levels keep their structure at the MCP level and read back; 1,001 are refused",
+        [
+            intercept("search_things", deep_result(1000)),
+            extract(query='getpath([range(999) | "a"]) | .id'),
+            intercept("search_things", deep_result(1001)),
+            intercept("search_things", deep_result(1000, structured=True)),
+        ],
+        config={"threshold_tokens": 10, "ttl_seconds": CENTURY},
+    )
     case(
         "intercept-tool-settings",
         "per-tool settings: a tool disabled, a lower threshold, chosen sections and inline keys",

@@ -140,6 +140,141 @@ fn every_record_offload_accepts_can_be_extracted() {
     );
 }
 
+// See: issue 34, item 13. At the MCP level, JSON nested 128 levels or more (serde_json's recursion
+// limit) lost its structure: records in text content became one text line, and a result with
+// such structured content was refused. Records of the documented 1,000 levels keep their
+// structure through every path of the component; deeper is `invalid-input`, never a trap.
+#[test]
+fn records_nested_1000_levels_keep_their_structure_at_the_mcp_level() {
+    // `depth` levels: a memory-like record whose `a` holds `depth - 1` nested objects, the
+    // innermost `{"id": i}`; written with spaces, so it is transcoded rather than copied.
+    let record = |depth: usize, i: usize| {
+        let mut chain = format!(r#"{{"id": {i}}}"#);
+        for _ in 2..depth {
+            chain = format!(r#"{{"a": {chain}}}"#);
+        }
+        format!(r#"{{"id": {i}, "namespace": "n", "title": "deep {i}", "created": "x", "a": {chain}}}"#)
+    };
+    let records = |depth: usize| format!("[{}]", (0..5).map(|i| record(depth, i)).collect::<Vec<_>>().join(", "));
+    let text_result = |records: &str| format!(r#"{{"content":[{{"type":"text","text":{}}}]}}"#, json!(records));
+    let structured_result = |records: &str| format!(r#"{{"content":[],"structuredContent":{{"results":{records}}}}}"#);
+    let dir = private_dir();
+    let cfg = config(dir.path(), 10);
+    let intercept = |config: &lro_host::Config, tool: &str, result: String| {
+        RUNTIME.intercept(
+            config,
+            &lro_host::ToolCall {
+                tool: tool.into(),
+                arguments: "{}".into(),
+                result,
+                meta: None,
+            },
+        )
+    };
+    // The innermost id of every record, read back through the path of 999 `a`s: the structure
+    // is in the file.
+    let innermost = |path: &str| {
+        let out = RUNTIME
+            .extract(
+                &cfg,
+                &ExtractRequest {
+                    query: Some(r#"getpath([range(999) | "a"]) | .id"#.into()),
+                    limit: Some(u32::MAX),
+                    ..extract_request(path)
+                },
+            )
+            .unwrap_or_else(|e| panic!("{path}: {e}"));
+        out.values
+    };
+    let deep = records(1000);
+    for (tool, result, section) in [
+        ("search_things", text_result(&deep), "-results-"),
+        ("search_things", structured_result(&deep), "-results-"),
+        ("recall_memories", text_result(&deep), "-recall-"),
+        ("recall_memories", structured_result(&deep), "-recall-"),
+    ] {
+        let outcome = intercept(&cfg, tool, result).unwrap_or_else(|e| panic!("{tool} {section}: {e}"));
+        let lro_host::ToolOutcome::Offloaded(o) = outcome else {
+            panic!("{tool} {section}: {outcome:?}")
+        };
+        assert_eq!(o.files.len(), 1, "{tool}: {:?}", o.files);
+        assert!(o.files[0].contains(section), "{tool}: {:?}", o.files);
+        assert_eq!(innermost(&o.files[0]), ["0", "1", "2", "3", "4"], "{tool} {section}");
+    }
+    // The fallback when nothing can be written holds records that deep too.
+    let capped = lro_host::Config {
+        max_bytes: 1,
+        threshold_tokens: 5000,
+        ..cfg.clone()
+    };
+    for tool in ["search_things", "recall_memories"] {
+        let outcome = intercept(&capped, tool, text_result(&deep)).unwrap();
+        let lro_host::ToolOutcome::Degraded(d) = outcome else {
+            panic!("{tool}: {outcome:?}")
+        };
+        assert!(d.result.contains(r#"\"id\":0"#), "{tool}: {:.300}", d.result);
+    }
+    // And the record level, given records that must be transcoded.
+    let path = offloaded_path(
+        RUNTIME
+            .offload(
+                &cfg,
+                &lro_host::Request {
+                    operation: Operation::Recall,
+                    query: None,
+                    detail: None,
+                    records: deep.clone(),
+                    text: None,
+                },
+            )
+            .unwrap(),
+    );
+    assert_eq!(innermost(&path), ["0", "1", "2", "3", "4"]);
+
+    // One level deeper than a line may nest: refused, naming the record, as at the record level.
+    for (tool, result, says) in [
+        (
+            "search_things",
+            text_result(&records(1001)),
+            "results[0] is nested more than 1000 levels deep",
+        ),
+        (
+            "search_things",
+            structured_result(&records(1001)),
+            "results[0] is nested more than 1000 levels deep",
+        ),
+        (
+            "recall_memories",
+            text_result(&records(1001)),
+            "records[0] is nested 1001 levels deep",
+        ),
+        // Deeper than any result the MCP level reads: refused before parsing.
+        (
+            "search_things",
+            structured_result(&records(1006)),
+            "result is nested more than 1008 levels deep",
+        ),
+        (
+            "search_things",
+            text_result(&records(100_000)),
+            "the result's text is JSON nested more than 1008 levels deep",
+        ),
+    ] {
+        let err = intercept(&cfg, tool, result).unwrap_err();
+        assert!(
+            matches!(&err, Error::Component(ComponentError::InvalidInput(m)) if m.contains(says)),
+            "{tool}: {err}"
+        );
+    }
+    // Text that is not JSON, however many brackets it opens, is offloaded as text.
+    let brackets = format!(r#"{{"content":[{{"type":"text","text":"{}"}}]}}"#, "[".repeat(5000));
+    let outcome = intercept(&cfg, "search_things", brackets).unwrap();
+    let lro_host::ToolOutcome::Offloaded(o) = outcome else {
+        panic!("{outcome:?}")
+    };
+    assert!(o.files[0].contains("-lines-"), "{:?}", o.files);
+}
+
 /// Defect 15: a header timestamp in the future kept a file from ever being swept.
 #[test]
 fn a_header_dated_in_the_future_does_not_keep_a_file_forever() {
@@ -306,7 +441,17 @@ fn damaged_or_vanished_files_are_typed_errors() {
     let cut_line = offload();
     let text = std::fs::read_to_string(&cut_line).unwrap();
     std::fs::write(&cut_line, &text[..text.len() - 20]).unwrap();
-    let err = recipe(&cut_line).unwrap_err();
+    // Read to the end: a cap reached before line 21 leaves it unread (issue 34, item 14).
+    let err = RUNTIME
+        .extract(
+            &config,
+            &ExtractRequest {
+                recipe: Some(4),
+                limit: Some(u32::MAX),
+                ..extract_request(&cut_line)
+            },
+        )
+        .unwrap_err();
     assert!(
         matches!(&err, Error::Component(ComponentError::Corrupt(m)) if m.contains("line 21")),
         "{err}"
