@@ -409,7 +409,7 @@ mod tests {
         let long = config(dir.path(), 86_400);
         assert_eq!(
             sweep(&long, t + 3_600_000, &mut |e| events.push(e)).unwrap().deleted,
-            [promised.clone()]
+            std::slice::from_ref(&promised)
         );
         assert_eq!(
             events,
