@@ -118,15 +118,10 @@ fn the_directory_stays_within_its_caps_evicting_expired_files_oldest_first() {
 
 // ---- processes sharing one directory (issue 34, item 3) -----------------------------------
 
-/// `lro --events offload --threshold 10 --output-dir DIR FLAGS... -` in its own process, the
-/// records on stdin: what it printed (the result) and its events.
-fn offload_process(
-    dir: &Path,
-    flags: &[&str],
-    records: &[serde_json::Value],
-) -> (serde_json::Value, Vec<serde_json::Value>) {
-    use std::io::Write;
-    let mut child = lro()
+/// `lro --events offload --threshold 10 --output-dir DIR FLAGS... -` started in its own process,
+/// waiting for its records on stdin (it loads the component first).
+fn start_offload(dir: &Path, flags: &[&str]) -> std::process::Child {
+    lro()
         .args(["--events", "offload", "--threshold", "10", "--output-dir"])
         .arg(dir)
         .args(flags)
@@ -135,18 +130,33 @@ fn offload_process(
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
         .unwrap()
+}
+
+/// Hands a started offload its records; returns what it printed (the result) and its events.
+fn finish_offload(
+    mut child: std::process::Child,
+    records: &[serde_json::Value],
+) -> (serde_json::Value, Vec<serde_json::Value>) {
+    use std::io::Write;
+    let mut stdin = child.stdin.take().unwrap();
+    stdin
         .write_all(serde_json::to_string(records).unwrap().as_bytes())
         .unwrap();
+    drop(stdin);
     let out = child.wait_with_output().unwrap();
     let stderr = String::from_utf8(out.stderr).unwrap();
-    assert!(out.status.success(), "lro offload {flags:?}: {stderr}");
+    assert!(out.status.success(), "lro offload: {stderr}");
     let events = stderr.lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
     (serde_json::from_slice(&out.stdout).unwrap(), events)
+}
+
+fn offload_process(
+    dir: &Path,
+    flags: &[&str],
+    records: &[serde_json::Value],
+) -> (serde_json::Value, Vec<serde_json::Value>) {
+    finish_offload(start_offload(dir, flags), records)
 }
 
 fn now_ms() -> u64 {
@@ -171,15 +181,6 @@ fn a_short_ttl_process_leaves_a_long_ttl_processs_files_alone() {
         .iter()
         .map(|d| d["file_path"].as_str().unwrap().to_owned())
         .collect();
-    let header: serde_json::Value =
-        serde_json::from_str(std::fs::read_to_string(&kept[0]).unwrap().lines().next().unwrap()).unwrap();
-    let created = lro_core::time::parse_rfc3339_ms(header["timestamp"].as_str().unwrap()).unwrap();
-    assert_eq!(
-        header["expires_at"],
-        lro_core::time::format_rfc3339_ms(created + 3_600_000),
-        "the header records the writer's promise"
-    );
-
     // A sweeper whose own ttl has long passed for these files (as if minutes went by).
     let later = lro_core::time::format_rfc3339_ms(now_ms() + 600_000);
     let out = lro()
@@ -235,13 +236,21 @@ fn a_short_ttl_process_leaves_a_long_ttl_processs_files_alone() {
     for path in &kept {
         assert!(Path::new(path).exists(), "{path} was evicted before its expiry");
     }
+    let header: serde_json::Value =
+        serde_json::from_str(std::fs::read_to_string(&kept[0]).unwrap().lines().next().unwrap()).unwrap();
+    let created = lro_core::time::parse_rfc3339_ms(header["timestamp"].as_str().unwrap()).unwrap();
+    assert_eq!(
+        header["expires_at"],
+        lro_core::time::format_rfc3339_ms(created + 3_600_000),
+        "the header records the writer's promise"
+    );
 }
 
 /// Many processes at once, each capped at five files and N bytes: the directory never ends up
 /// holding more, whatever the interleaving, and no temporary is left behind.
 #[test]
 fn concurrent_processes_keep_the_directory_within_its_caps() {
-    const PROCESSES: usize = 24;
+    const PROCESSES: usize = 40;
     let dir = private_dir();
     let size_of_one = {
         let probe = private_dir();
@@ -250,20 +259,25 @@ fn concurrent_processes_keep_the_directory_within_its_caps() {
     };
     let max_bytes = size_of_one * 3 + size_of_one / 2;
     let max_bytes_flag = max_bytes.to_string();
-    let dir_path = dir.path().to_owned();
-    let threads: Vec<_> = (0..PROCESSES)
+    // Every process loads the component, then waits for its records: handing them over all at
+    // once makes the writes as simultaneous as they can be.
+    let children: Vec<_> = (0..PROCESSES)
         .map(|i| {
-            let dir = dir_path.clone();
-            let flag = max_bytes_flag.clone();
             // ttl 0: every file is expired at once, so each writer may evict all the others'.
             let ttl = if i % 2 == 0 { "0" } else { "3600" };
-            std::thread::spawn(move || {
-                offload_process(
-                    &dir,
-                    &["--ttl", ttl, "--max-files", "5", "--max-bytes", &flag],
-                    &light(30),
-                )
-            })
+            start_offload(
+                dir.path(),
+                &["--ttl", ttl, "--max-files", "5", "--max-bytes", &max_bytes_flag],
+            )
+        })
+        .collect();
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    let records = light(30);
+    let threads: Vec<_> = children
+        .into_iter()
+        .map(|child| {
+            let records = records.clone();
+            std::thread::spawn(move || finish_offload(child, &records))
         })
         .collect();
     let mut offloaded = 0;
