@@ -182,9 +182,9 @@ pub(crate) fn lifetime(path: &str, kind: &Kind, ttl_ms: u64, stamps: Option<Stam
 /// not enough it fails naming the cap, having deleted only expired files.
 ///
 /// Called twice per write: before it (`adding` = the new files: no bytes are written in vain)
-/// and after every temporary of it is complete (`adding` = 0, `own` = those temporaries, which
-/// the listing counts). Of two writers, the later check lists the earlier one's complete file
-/// (as a temporary, or renamed), so the caps hold across processes without a lock.
+/// and once its files are complete and renamed into place (`adding` = 0, `own` = their names,
+/// which the listing counts). Of two writers that keep their files, the later check lists the
+/// earlier one's, so the caps hold across processes without a lock.
 pub(crate) fn make_room(
     config: &Config,
     adding: u32,

@@ -20,11 +20,11 @@ pub(crate) struct Planned<'a, L> {
 /// storage caps; returns their sizes. On failure nothing of them is left behind, and the error
 /// comes with the index of the file it concerns (0 for a cap or the directory).
 ///
-/// Each file is written in full under a hidden temporary name first: that reservation is
-/// what other processes' cap checks count. Only once all of them are complete are the caps
-/// checked again, now counting them, and only then are they renamed into place, so a reader
-/// (or a sweep) never sees a partial file. `now_ms` is the files' creation time, which decides
-/// which files have expired and may be evicted.
+/// Each file is written in full under a hidden temporary name first (a reservation that other
+/// processes' cap checks count), then renamed into place, so a reader (or a sweep) never sees a
+/// partial file; then the caps are checked again, counting these files, and if the directory is
+/// over a cap they are deleted again and the write fails. `now_ms` is the files' creation time,
+/// which decides which files have expired and may be evicted.
 pub(crate) fn write_files<'a, L>(
     config: &Config,
     files: &[Planned<'_, L>],
@@ -58,10 +58,6 @@ where
             }
         }
     }
-    if let Err(e) = custodian::make_room(config, 0, 0, &temporaries, now_ms, emit) {
-        clean(&dir, &temporaries);
-        return Err((0, e));
-    }
     for (i, (file, tmp)) in files.iter().zip(&temporaries).enumerate() {
         // rename() replaces an existing file; a ULID clash is astronomically unlikely, but
         // refusing it keeps the no-lost-data promise unconditional.
@@ -75,6 +71,15 @@ where
             clean(&dir, &temporaries[i..]);
             return Err((i, e));
         }
+    }
+    // The caps are checked again once the files are in place. A listing made while another
+    // process renames its file may miss it (POSIX leaves that open), but never misses a file
+    // renamed before the listing began: of two writes that keep their files, the one whose
+    // check began later has seen the other's. So the caps hold once the writes are done.
+    let names: Vec<String> = files.iter().map(|f| f.name.to_owned()).collect();
+    if let Err(e) = custodian::make_room(config, 0, 0, &names, now_ms, emit) {
+        names.iter().for_each(|n| dir.remove(n));
+        return Err((0, e));
     }
     Ok(sizes)
 }
