@@ -314,6 +314,10 @@ mod tests {
         assert_eq!(count, 30);
         let text = fs::read_to_string(&path).unwrap();
         assert!(!text.contains("score"));
+        // The header records the writer's promise: created + ttl_seconds (3600 by default).
+        let header: Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
+        let created = crate::time::parse_rfc3339_ms(header["timestamp"].as_str().unwrap()).unwrap();
+        assert_eq!(header["expires_at"], format_rfc3339_ms(created + 3_600_000));
         assert!(text.starts_with("{\"type\":\"lro_header\""));
         let second: Value = serde_json::from_str(text.lines().nth(1).unwrap()).unwrap();
         assert_eq!(second, memory(0, "_episodic/y"));
