@@ -35,9 +35,10 @@ export function osError(e) {
  * be used. Returns the path and whether its mode has any write bit (without one it is preopened
  * read-only, even for root). `create`: make it 0700 when missing (offload and intercept).
  *
- * A directory owned by another user, or writable by group or others, is refused: another local
- * user could read what is offloaded there, or plant files and links in it. The messages are the
- * Rust host's (host/src/dir.rs, `prepare_dir`).
+ * A directory owned by another user, or open to group or others in any way (read, write or
+ * search), is refused: another local user could read what is offloaded there, open a file while
+ * it is being written, or plant files and links in it. The messages are the Rust host's
+ * (host/src/dir.rs, `prepare_dir`).
  */
 export function prepareDir(given, create) {
   const absolute = absoluteDir(given);
@@ -59,10 +60,8 @@ export function prepareDir(given, create) {
   if (!stat.isDirectory()) throw fail('not a directory');
   const me = process.geteuid();
   if (stat.uid !== me) throw fail(`owned by uid ${stat.uid}, not by this user (uid ${me}); refusing to use it`);
-  if (stat.mode & 0o022) {
-    const who = stat.mode & 0o002 ? 'everyone' : 'its group';
-    throw fail(`writable by ${who} (mode ${(stat.mode & 0o7777).toString(8)}); refusing to use it: make it 0700`);
-  }
+  const open = notPrivateMode(stat.mode);
+  if (open) throw fail(open);
   // The shim never opens a preopen (it joins the guest's paths onto it), so a directory that
   // cannot be opened would show up later as a failed read or write: find out here, as the Rust
   // host does when it preopens.
@@ -81,6 +80,23 @@ export function prepareDir(given, create) {
     }
   }
   return { dir: canonical, writable: (stat.mode & 0o222) !== 0 };
+}
+
+/**
+ * Why a directory of mode `mode` is open to group or others (the most open access first), or
+ * undefined. A file the component creates is 0600 from the start here (wasi.js), but in the other
+ * hosts it has the umask's mode until narrowed; in a directory no one else can enter, no one else
+ * can open it either way.
+ */
+export function notPrivateMode(mode) {
+  const kinds = [
+    [0o002, 'writable', 'everyone'], [0o020, 'writable', 'its group'],
+    [0o004, 'readable', 'everyone'], [0o040, 'readable', 'its group'],
+    [0o001, 'searchable', 'everyone'], [0o010, 'searchable', 'its group'],
+  ];
+  const found = kinds.find(([bit]) => mode & bit);
+  if (!found) return undefined;
+  return `${found[1]} by ${found[2]} (mode ${(mode & 0o7777).toString(8)}); refusing to use it: make it 0700`;
 }
 
 /**

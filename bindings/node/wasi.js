@@ -328,7 +328,9 @@ class Descriptor {
     if (flags.requestedWriteSync || flags.fileIntegritySync || flags.dataIntegritySync) throw 'unsupported';
     let fd;
     try {
-      fd = openSync(full.endsWith('/') ? full.slice(0, -1) : full, mode, 0o666);
+      // Owner-only from the first byte: the component's files are never group- or
+      // other-accessible, whatever the umask (docs/SECURITY.md).
+      fd = openSync(full.endsWith('/') ? full.slice(0, -1) : full, mode, 0o600);
     } catch (e) {
       if (e.code === 'ERR_INVALID_ARG_VALUE') throw 'invalid'; // a NUL in the path
       throw fsError(e);

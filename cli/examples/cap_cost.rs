@@ -18,7 +18,11 @@ fn request(records: &str) -> Request {
 
 /// The median time of 31 offloads of `records` into a directory holding `existing` LRO files.
 fn median_ms(runtime: &Runtime, base: &Config, existing: usize, records: &str) -> f64 {
-    let dir = tempfile::tempdir().expect("a temporary directory");
+    // 0700: a directory others can enter is refused.
+    let dir = tempfile::Builder::new()
+        .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o700))
+        .tempdir()
+        .expect("a temporary directory");
     let config = Config {
         output_dir: dir.path().to_str().expect("UTF-8").to_owned(),
         ..base.clone()
@@ -30,7 +34,8 @@ fn median_ms(runtime: &Runtime, base: &Config, existing: usize, records: &str) -
     let mut times: Vec<f64> = (0..31)
         .map(|_| {
             let start = std::time::Instant::now();
-            runtime.offload(&config, &request(records)).expect("offload");
+            let outcome = runtime.offload(&config, &request(records)).expect("offload");
+            assert!(matches!(outcome, lro_host::Outcome::Offloaded(_)), "{outcome:?}");
             start.elapsed().as_secs_f64() * 1000.0
         })
         .collect();

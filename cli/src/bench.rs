@@ -128,6 +128,8 @@ pub fn run(dir: &Path, quick: bool, only: Option<&str>) -> anyhow::Result<Figure
     let cache = dir.join("cache");
     let work = dir.join("files");
     std::fs::create_dir_all(&work)?;
+    // An offload directory others can enter is refused (docs/SECURITY.md).
+    std::fs::set_permissions(&work, std::os::unix::fs::PermissionsExt::from_mode(0o700))?;
     let work_str = work.to_str().context("the bench directory must be UTF-8")?.to_owned();
 
     let options = Options {

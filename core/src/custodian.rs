@@ -1,7 +1,8 @@
-//! The custodian (the WIT `custodian` interface): [`sweep`] deletes offloaded files whose time to
-//! live has passed. It also keeps the offload directory within its storage caps before a write
-//! (`make_room`), and says which directory entries are ours and when they were created, for
-//! the extractor's expiry check.
+//! The custodian (the WIT `custodian` interface): [`sweep`] deletes offloaded files whose expiry
+//! has passed. It also keeps the offload directory within its storage caps around a write
+//! (`make_room`), and says which directory entries are ours and when they expire, for the
+//! extractor's expiry check. Several processes with different settings may share one
+//! directory: a file's expiry is the one its writer recorded, never the reader's ttl.
 
 use std::fs::{self, File};
 use std::io::{self, BufRead, BufReader, ErrorKind, Read};
@@ -49,6 +50,12 @@ impl Kind {
     pub(crate) fn is_offload(&self) -> bool {
         matches!(self, Kind::Offload(_))
     }
+
+    fn ulid(&self) -> Ulid {
+        match self {
+            Kind::Offload(ulid) | Kind::Temporary(ulid) => *ulid,
+        }
+    }
 }
 
 /// Recognises our file names; anything else is None and is never touched.
@@ -75,8 +82,43 @@ pub(crate) fn classify(prefix: &str, name: &str) -> Option<Kind> {
     })
 }
 
-/// The created time recorded in a file's header line, if it can be read.
-fn header_timestamp(path: &str) -> Option<u64> {
+/// The longest a file's recorded expiry is honoured after its creation: a writer's `ttl_seconds`
+/// above it is recorded as this. It bounds what a header can promise, so a damaged or
+/// hand-written header cannot keep a file (and the storage it takes) forever.
+pub const MAX_TTL_SECONDS: u64 = 366 * 86_400;
+
+/// The least time a temporary is left alone after its creation, whatever the sweeper's ttl: it
+/// may be another process's write in progress (a reservation being checked against the caps).
+pub const TEMPORARY_GRACE_MS: u64 = 3_600_000;
+
+/// The expiry a writer records in a new file's header (`expires_at`): `created + ttl_seconds`,
+/// the ttl bounded by [`MAX_TTL_SECONDS`].
+pub(crate) fn promised_expiry(config: &Config, created_ms: u64) -> u64 {
+    created_ms.saturating_add(config.ttl_seconds.min(MAX_TTL_SECONDS) * 1000)
+}
+
+/// The times a header line records, if it can be read: `timestamp`, and `expires_at` when the
+/// writer recorded one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Stamps {
+    pub timestamp: u64,
+    pub expires_at: Option<u64>,
+}
+
+impl Stamps {
+    /// The stamps of a parsed header; None without a readable `timestamp`. An `expires_at` that
+    /// is not an RFC 3339 time counts as absent (the reader's ttl then applies).
+    pub(crate) fn of(header: &Value) -> Option<Stamps> {
+        let time = |key: &str| header.get(key).and_then(Value::as_str).and_then(parse_rfc3339_ms);
+        Some(Stamps {
+            timestamp: time("timestamp")?,
+            expires_at: time("expires_at"),
+        })
+    }
+}
+
+/// The stamps recorded in a file's header line, if it can be read.
+fn header_stamps(path: &str) -> Option<Stamps> {
     let file = File::open(path).ok()?;
     let mut line = Vec::new();
     BufReader::new(file.take(MAX_HEADER_BYTES))
@@ -86,7 +128,7 @@ fn header_timestamp(path: &str) -> Option<u64> {
     if header.get("type")?.as_str()? != "lro_header" {
         return None;
     }
-    parse_rfc3339_ms(header.get("timestamp")?.as_str()?)
+    Stamps::of(&header)
 }
 
 /// When a file was created: its header's timestamp (when `header` has one), unless the header
@@ -109,52 +151,98 @@ pub(crate) fn created_ms(path: &str, ulid: Ulid, header: Option<u64>) -> u64 {
     }
 }
 
-/// The regular LRO files (not temporaries) in `dir`, oldest first by ULID, with their sizes
-/// when `sizes` (0 otherwise: finding a size costs a call per file).
-fn offload_files(config: &Config, dir: &str, sizes: bool) -> io::Result<Vec<(Ulid, String, u64)>> {
-    let ulid_of_ours = |name: &str| match classify(&config.prefix, name) {
-        Some(Kind::Offload(ulid)) => Some(ulid),
-        _ => None,
-    };
-    let mut files = crate::sink::Dir::open(dir)?.regular_files(&ulid_of_ours, sizes)?;
-    files.sort();
-    Ok(files)
+/// When a file of ours was created, and when it expires, for a process whose own ttl is
+/// `ttl_ms`. An offload file expires when its header's `expires_at` says (bounded by created +
+/// [`MAX_TTL_SECONDS`]), or, in a file written before headers recorded it, at created + `ttl_ms`.
+/// A temporary expires at created + the larger of `ttl_ms` and [`TEMPORARY_GRACE_MS`].
+/// `stamps`: the header's, when the caller has read them (None: read here for an offload file).
+pub(crate) fn lifetime(path: &str, kind: &Kind, ttl_ms: u64, stamps: Option<Stamps>) -> (u64, u64) {
+    match kind {
+        Kind::Offload(ulid) => {
+            let stamps = stamps.or_else(|| header_stamps(path));
+            let created = created_ms(path, *ulid, stamps.map(|s| s.timestamp));
+            let expires = match stamps.and_then(|s| s.expires_at) {
+                Some(promised) => promised.min(created.saturating_add(MAX_TTL_SECONDS * 1000)),
+                None => created.saturating_add(ttl_ms),
+            };
+            (created, expires)
+        }
+        Kind::Temporary(ulid) => {
+            let created = created_ms(path, *ulid, None);
+            (created, created.saturating_add(ttl_ms.max(TEMPORARY_GRACE_MS)))
+        }
+    }
 }
 
-/// Makes room for `files` new files of `bytes` in all under `config.max_files` and
-/// `config.max_bytes`, deleting the oldest LRO files first (`OffloadFileEvicted`). Fails, having
-/// deleted nothing, when the new files alone exceed a cap.
-pub(crate) fn make_room(config: &Config, files: u32, bytes: u64, emit: &mut dyn FnMut(Event)) -> io::Result<()> {
+/// Keeps the offload directory within `config.max_files` and `config.max_bytes` with `adding`
+/// more files of `adding_bytes` in all, counting every offload file and every temporary (a write
+/// in progress, ours or another process's) it lists. When over a cap it deletes files that have
+/// expired at `now_ms` (by [`lifetime`]), oldest ULID first (`OffloadFileEvicted`), and never a
+/// file whose expiry is still ahead, nor one of `own` (this call's temporaries); when that is
+/// not enough it fails naming the cap, having deleted only expired files.
+///
+/// Called twice per write: before it (`adding` = the new files: no bytes are written in vain)
+/// and once its files are complete and renamed into place (`adding` = 0, `own` = their names,
+/// which the listing counts). Of two writers that keep their files, the later check lists the
+/// earlier one's, so the caps hold across processes without a lock.
+pub(crate) fn make_room(
+    config: &Config,
+    adding: u32,
+    adding_bytes: u64,
+    own: &[String],
+    now_ms: u64,
+    emit: &mut dyn FnMut(Event),
+) -> io::Result<()> {
     let (max_bytes, max_files) = (config.max_bytes, u64::from(config.max_files));
     if max_bytes == 0 && max_files == 0 {
         return Ok(());
     }
-    if max_bytes != 0 && bytes > max_bytes {
+    if max_bytes != 0 && adding_bytes > max_bytes {
         return Err(io::Error::other(format!(
-            "the result needs {bytes} bytes, more than the offload directory's cap of {max_bytes} (max_bytes)"
+            "the result needs {adding_bytes} bytes, more than the offload directory's cap of {max_bytes} (max_bytes)"
         )));
     }
-    if max_files != 0 && u64::from(files) > max_files {
+    if max_files != 0 && u64::from(adding) > max_files {
         return Err(io::Error::other(format!(
-            "the result needs {files} files, more than the offload directory's cap of {max_files} (max_files)"
+            "the result needs {adding} files, more than the offload directory's cap of {max_files} (max_files)"
         )));
     }
     let base = config.dir_base();
-    let existing = offload_files(config, if base.is_empty() { "/" } else { base }, max_bytes != 0)?;
-    let mut count = existing.len() as u64;
-    let mut total: u64 = existing.iter().map(|f| f.2).sum();
-    for (_, name, size) in existing {
-        let over_files = max_files != 0 && count + u64::from(files) > max_files;
-        let over_bytes = max_bytes != 0 && total.saturating_add(bytes) > max_bytes;
-        if !over_files && !over_bytes {
-            break;
+    let ours = |name: &str| classify(&config.prefix, name);
+    let mut listed =
+        crate::sink::Dir::open(if base.is_empty() { "/" } else { base })?.regular_files(&ours, max_bytes != 0)?;
+    listed.sort_by(|a, b| a.0.ulid().cmp(&b.0.ulid()).then_with(|| a.1.cmp(&b.1)));
+    let mut count = listed.len() as u64 + u64::from(adding);
+    let mut total = listed.iter().map(|f| f.2).sum::<u64>().saturating_add(adding_bytes);
+    let over = |count: u64, total: u64| {
+        if max_files != 0 && count > max_files {
+            Some("max-files")
+        } else if max_bytes != 0 && total > max_bytes {
+            Some("max-bytes")
+        } else {
+            None
+        }
+    };
+    let ttl_ms = config.ttl_seconds.saturating_mul(1000);
+    let mut next_expiry: Option<u64> = None;
+    for (kind, name, size) in listed {
+        let Some(cap) = over(count, total) else {
+            return Ok(());
+        };
+        if own.contains(&name) {
+            continue;
         }
         let path = format!("{base}/{name}");
+        let (_, expires) = lifetime(&path, &kind, ttl_ms, None);
+        if expires > now_ms {
+            next_expiry = Some(next_expiry.map_or(expires, |n| n.min(expires)));
+            continue;
+        }
         match fs::remove_file(&path) {
             Ok(()) => emit(Event::OffloadFileEvicted {
                 path,
                 bytes: size,
-                cap: if over_files { "max-files" } else { "max-bytes" }.to_owned(),
+                cap: cap.to_owned(),
             }),
             // Another process swept or evicted it since we listed it.
             Err(e) if e.kind() == ErrorKind::NotFound => {}
@@ -163,10 +251,25 @@ pub(crate) fn make_room(config: &Config, files: u32, bytes: u64, emit: &mut dyn 
         count -= 1;
         total = total.saturating_sub(size);
     }
-    Ok(())
+    let Some(cap) = over(count, total) else {
+        return Ok(());
+    };
+    let next = next_expiry.map_or_else(String::new, |t| {
+        format!("; the first of them expires at {}", crate::time::format_rfc3339_ms(t))
+    });
+    Err(io::Error::other(if cap == "max-files" {
+        format!(
+            "the offload directory's cap of {max_files} files (max_files) is taken by files that have not expired or are being written{next}"
+        )
+    } else {
+        format!(
+            "the offload directory's cap of {max_bytes} bytes (max_bytes) is taken by files that have not expired or are being written{next}"
+        )
+    }))
 }
 
-/// Deletes every expired LRO file in `config.output_dir`: `created + ttl_seconds <= now`.
+/// Deletes every expired LRO file in `config.output_dir` (see [`lifetime`]): an offload file once
+/// the expiry its writer recorded has passed, whatever this caller's ttl.
 pub fn sweep(config: &Config, now_ms: u64, emit: &mut dyn FnMut(Event)) -> Result<SweepReport, Error> {
     config.validate()?;
     let base = config.dir_base();
@@ -198,11 +301,7 @@ pub fn sweep(config: &Config, now_ms: u64, emit: &mut dyn FnMut(Event)) -> Resul
     let mut report = SweepReport::default();
     for (name, kind) in ours {
         let path = format!("{base}/{name}");
-        let created = match &kind {
-            Kind::Offload(ulid) => created_ms(&path, *ulid, header_timestamp(&path)),
-            Kind::Temporary(ulid) => created_ms(&path, *ulid, None),
-        };
-        let expired = created.saturating_add(ttl_ms);
+        let (created, expired) = lifetime(&path, &kind, ttl_ms, None);
         if expired > now_ms {
             if matches!(kind, Kind::Offload(_)) {
                 report.kept += 1;
@@ -262,5 +361,218 @@ mod tests {
         ] {
             assert_eq!(classify("atlatl", &other), None, "{other}");
         }
+    }
+
+    /// A file in `dir` named for `ms`, with a header dated `ms` that records `expires_at` when
+    /// given (a file written before headers recorded it when not).
+    fn file_at(dir: &std::path::Path, ms: u64, expires_at: Option<u64>) -> String {
+        use crate::time::format_rfc3339_ms;
+        let ulid = Ulid::from_parts(ms, 7);
+        let mut header = serde_json::json!({"type": "lro_header", "operation": "recall", "query": null, "count": 0,
+            "schema_version": "0.1", "timestamp": format_rfc3339_ms(ms), "estimated_tokens": 1, "detail": "light"});
+        if let Some(at) = expires_at {
+            header["expires_at"] = format_rfc3339_ms(at).into();
+        }
+        let path = dir.join(format!("atlatl-recall-{ulid}.jsonl"));
+        fs::write(&path, format!("{header}\n")).unwrap();
+        path.to_str().unwrap().to_owned()
+    }
+
+    fn config(dir: &std::path::Path, ttl_seconds: u64) -> Config {
+        Config {
+            output_dir: dir.to_str().unwrap().to_owned(),
+            threshold_tokens: 10,
+            ttl_seconds,
+            ..Config::default()
+        }
+    }
+
+    fn now() -> u64 {
+        let since = std::time::SystemTime::now().duration_since(UNIX_EPOCH).unwrap();
+        u64::try_from(since.as_millis()).unwrap()
+    }
+
+    /// A sweeper with a short ttl leaves a file until the expiry its writer recorded, and deletes
+    /// it then; a file without a recorded expiry goes by the sweeper's ttl, as before.
+    #[test]
+    fn a_sweep_goes_by_the_expiry_each_file_recorded() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = now() - 10_000;
+        let promised = file_at(dir.path(), t, Some(t + 3_600_000));
+        let unstated = file_at(dir.path(), t + 1, None);
+        let short = config(dir.path(), 2);
+        let report = sweep(&short, t + 5_000, &mut |_| {}).unwrap();
+        assert_eq!(report.deleted, [unstated]);
+        assert_eq!(report.kept, 1);
+        assert!(sweep(&short, t + 3_599_999, &mut |_| {}).unwrap().deleted.is_empty());
+        let mut events = Vec::new();
+        let long = config(dir.path(), 86_400);
+        assert_eq!(
+            sweep(&long, t + 3_600_000, &mut |e| events.push(e)).unwrap().deleted,
+            std::slice::from_ref(&promised)
+        );
+        assert_eq!(
+            events,
+            [Event::OffloadFileExpired {
+                path: promised,
+                created: t,
+                expired: t + 3_600_000
+            }]
+        );
+    }
+
+    /// A recorded expiry is honoured up to MAX_TTL_SECONDS after the file's creation, and the
+    /// creation itself cannot be dated in the future: no header keeps a file forever.
+    #[test]
+    fn a_recorded_expiry_is_bounded() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = now() - 10_000;
+        let max = MAX_TTL_SECONDS * 1000;
+        let far = file_at(dir.path(), t, Some(t + 10 * max));
+        let (created, expires) = lifetime(
+            &far,
+            &classify("atlatl", far.rsplit('/').next().unwrap()).unwrap(),
+            1000,
+            None,
+        );
+        assert_eq!((created, expires), (t, t + max));
+        // A header dated a year ahead of its ULID and its modification time.
+        let ulid = Ulid::from_parts(t, 9);
+        let future = dir.path().join(format!("atlatl-list-{ulid}.jsonl"));
+        let ahead = t + max;
+        fs::write(
+            &future,
+            format!(
+                "{{\"type\":\"lro_header\",\"timestamp\":\"{}\",\"expires_at\":\"{}\"}}\n",
+                crate::time::format_rfc3339_ms(ahead),
+                crate::time::format_rfc3339_ms(ahead + max)
+            ),
+        )
+        .unwrap();
+        let (created, expires) = lifetime(future.to_str().unwrap(), &Kind::Offload(ulid), 1000, None);
+        assert_eq!(created, t);
+        assert_eq!(expires, t + max);
+        let config = Config {
+            max_files: 0,
+            max_bytes: 0,
+            ..config(dir.path(), 1)
+        };
+        assert_eq!(sweep(&config, t + max, &mut |_| {}).unwrap().deleted.len(), 2);
+    }
+
+    /// The expiry a writer records: created + its ttl, the ttl bounded by MAX_TTL_SECONDS.
+    #[test]
+    fn writers_promise_their_ttl() {
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(promised_expiry(&config(dir.path(), 3600), 1000), 3_601_000);
+        assert_eq!(promised_expiry(&config(dir.path(), 0), 1000), 1000);
+        assert_eq!(
+            promised_expiry(&config(dir.path(), u64::MAX), 1000),
+            1000 + MAX_TTL_SECONDS * 1000
+        );
+    }
+
+    /// Another process's temporary is left alone for TEMPORARY_GRACE_MS at least, however short
+    /// the sweeper's ttl: it may be a write in progress.
+    #[test]
+    fn a_short_ttl_sweeper_leaves_temporaries_for_the_grace_time() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = now() - 1_000;
+        let ulid = Ulid::from_parts(t, 3);
+        let tmp = dir.path().join(format!(".atlatl-recall-{ulid}.jsonl.tmp"));
+        fs::write(&tmp, "half").unwrap();
+        let short = config(dir.path(), 1);
+        assert!(sweep(&short, t + 60_000, &mut |_| {}).unwrap().deleted.is_empty());
+        assert!(tmp.exists());
+        assert!(
+            sweep(&short, t + TEMPORARY_GRACE_MS - 1, &mut |_| {})
+                .unwrap()
+                .deleted
+                .is_empty()
+        );
+        assert_eq!(
+            sweep(&short, t + TEMPORARY_GRACE_MS, &mut |_| {})
+                .unwrap()
+                .deleted
+                .len(),
+            1
+        );
+        // A longer ttl than the grace time keeps it longer.
+        fs::write(&tmp, "half").unwrap();
+        let long = config(dir.path(), 7200);
+        assert!(
+            sweep(&long, t + TEMPORARY_GRACE_MS, &mut |_| {})
+                .unwrap()
+                .deleted
+                .is_empty()
+        );
+    }
+
+    /// Eviction deletes expired files only, oldest first; a write that would need a file still
+    /// within its recorded expiry fails naming the cap, and deletes nothing more.
+    #[test]
+    fn eviction_deletes_only_expired_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = now() - 10_000;
+        let expired = file_at(dir.path(), t, Some(t + 1));
+        let promised = file_at(dir.path(), t + 1, Some(t + 3_600_000));
+        let capped = Config {
+            max_files: 2,
+            ..config(dir.path(), 3600)
+        };
+        let mut events = Vec::new();
+        make_room(&capped, 1, 10, &[], t + 5_000, &mut |e| events.push(e)).unwrap();
+        assert!(
+            matches!(&events[..], [Event::OffloadFileEvicted { path, cap, .. }] if *path == expired && cap == "max-files")
+        );
+        assert!(!std::path::Path::new(&expired).exists());
+        // Two more cannot fit: the promised file is not evicted.
+        events.clear();
+        let err = make_room(&capped, 2, 10, &[], t + 5_000, &mut |e| events.push(e)).unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("cap of 2 files (max_files) is taken by files that have not expired"),
+            "{err}"
+        );
+        assert!(
+            err.to_string().contains(&crate::time::format_rfc3339_ms(t + 3_600_000)),
+            "{err}"
+        );
+        assert!(events.is_empty());
+        assert!(std::path::Path::new(&promised).exists());
+        // Bytes as well: the promised file's bytes count, whatever the caller's ttl.
+        let size = fs::metadata(&promised).unwrap().len();
+        let bytes = Config {
+            max_files: 0,
+            max_bytes: size + 10,
+            ..config(dir.path(), 1)
+        };
+        let err = make_room(&bytes, 1, 11, &[], t + 5_000, &mut |_| {}).unwrap_err();
+        assert!(err.to_string().contains("(max_bytes)"), "{err}");
+        make_room(&bytes, 1, 10, &[], t + 5_000, &mut |_| {}).unwrap();
+    }
+
+    /// Temporaries count toward the caps (they are other writers' reservations); this call's own
+    /// are counted but never evicted.
+    #[test]
+    fn temporaries_count_toward_the_caps() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = now();
+        let theirs = dir
+            .path()
+            .join(format!(".atlatl-recall-{}.jsonl.tmp", Ulid::from_parts(t, 1)));
+        let mine = format!(".atlatl-recall-{}.jsonl.tmp", Ulid::from_parts(t, 2));
+        fs::write(&theirs, "x").unwrap();
+        fs::write(dir.path().join(&mine), "y").unwrap();
+        let capped = Config {
+            max_files: 1,
+            ..config(dir.path(), 1)
+        };
+        let err = make_room(&capped, 0, 0, std::slice::from_ref(&mine), t + 5_000, &mut |_| {}).unwrap_err();
+        assert!(err.to_string().contains("(max_files)"), "{err}");
+        assert!(theirs.exists() && dir.path().join(&mine).exists());
+        // Once the other writer's grace time has passed, its temporary is evicted.
+        make_room(&capped, 0, 0, &[mine], t + TEMPORARY_GRACE_MS, &mut |_| {}).unwrap();
+        assert!(!theirs.exists());
     }
 }

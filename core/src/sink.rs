@@ -11,7 +11,7 @@ mod imp {
     use std::io::{self, Write};
 
     pub(crate) struct Dir(String);
-    pub(crate) struct File(fs::File, Dir);
+    pub(crate) struct File(fs::File);
 
     impl Dir {
         pub(crate) fn open(base: &str) -> io::Result<Dir> {
@@ -20,9 +20,15 @@ mod imp {
         fn path(&self, name: &str) -> String {
             format!("{}/{name}", self.0)
         }
-        pub(crate) fn create(self, name: &str) -> io::Result<File> {
-            let file = OpenOptions::new().write(true).create_new(true).open(self.path(name))?;
-            Ok(File(file, self))
+        pub(crate) fn create(&self, name: &str) -> io::Result<File> {
+            use std::os::unix::fs::OpenOptionsExt;
+            // Owner-only from the first byte, as the hosts narrow the component's files after.
+            let file = OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .open(self.path(name))?;
+            Ok(File(file))
         }
         pub(crate) fn exists(&self, name: &str) -> bool {
             fs::symlink_metadata(self.path(name)).is_ok()
@@ -64,9 +70,6 @@ mod imp {
         pub(crate) fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
             self.0.write_all(buf)
         }
-        pub(crate) fn dir(&self) -> &Dir {
-            &self.1
-        }
     }
 }
 
@@ -81,7 +84,6 @@ mod imp {
     pub(crate) struct File {
         file: Descriptor,
         offset: u64,
-        dir: Dir,
     }
 
     impl Dir {
@@ -99,7 +101,7 @@ mod imp {
                     )
                 })
         }
-        pub(crate) fn create(self, name: &str) -> io::Result<File> {
+        pub(crate) fn create(&self, name: &str) -> io::Result<File> {
             let file = self
                 .0
                 .open_at(
@@ -109,11 +111,7 @@ mod imp {
                     DescriptorFlags::WRITE,
                 )
                 .map_err(error)?;
-            Ok(File {
-                file,
-                offset: 0,
-                dir: self,
-            })
+            Ok(File { file, offset: 0 })
         }
         pub(crate) fn exists(&self, name: &str) -> bool {
             self.0.stat_at(PathFlags::empty(), name).is_ok()
@@ -194,9 +192,6 @@ mod imp {
                 buf = &buf[n..];
             }
             Ok(())
-        }
-        pub(crate) fn dir(&self) -> &Dir {
-            &self.dir
         }
     }
 

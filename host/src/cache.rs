@@ -62,5 +62,5 @@ fn private_dir(dir: &Path) -> bool {
         return false;
     }
     let Ok(meta) = std::fs::metadata(dir) else { return false };
-    meta.is_dir() && crate::dir::not_private(&meta).is_none()
+    meta.is_dir() && crate::dir::writable_by_others(&meta).is_none()
 }

@@ -90,9 +90,9 @@ pub(crate) fn absolute_dir(config: &Config) -> Config {
 /// canonical directory that only this user can write to; returns the config with that path (so
 /// descriptors carry real host paths) and how to mount it: read-only when its mode has no write
 /// bit at all, so a directory made read-only is honoured even for root. A directory owned by
-/// another user, or writable by group or others, is refused: another local user could read what
-/// is offloaded there, or plant files and links in it (the compiled-component cache is checked
-/// the same way).
+/// another user, or open to group or others in any way, is refused: another local user could
+/// read what is offloaded there, open a file while it is being written, or plant files and
+/// links in it.
 pub(crate) fn prepare_dir(config: &Config, create: bool) -> Result<(Config, Mount), Error> {
     let given = resolved(&config.output_dir);
     let err = |message: String| Error::Directory {
@@ -140,23 +140,54 @@ pub(crate) fn prepare_dir(config: &Config, create: bool) -> Result<(Config, Moun
     ))
 }
 
-/// Why a directory is not this user's alone: owned by another user, or writable by group or
-/// others. The offload directory and the compiled-component cache are both checked with it.
+/// Why a directory is not this user's alone: owned by another user, or open to group or others
+/// in any way (read, write or search): a file the component creates exists, under its
+/// temporary name, with the mode the umask gives before the host narrows it to 0600, and in a
+/// directory no one else can enter no one else can open it. The offload directory is checked
+/// with it; the compiled-component cache with `writable_by_others` only (it holds no secrets).
 pub(crate) fn not_private(meta: &std::fs::Metadata) -> Option<String> {
+    not_owned(meta).or_else(|| {
+        use std::os::unix::fs::MetadataExt;
+        let mode = meta.mode();
+        let (what, who) = match mode {
+            _ if mode & 0o002 != 0 => ("writable", "everyone"),
+            _ if mode & 0o020 != 0 => ("writable", "its group"),
+            _ if mode & 0o004 != 0 => ("readable", "everyone"),
+            _ if mode & 0o040 != 0 => ("readable", "its group"),
+            _ if mode & 0o001 != 0 => ("searchable", "everyone"),
+            _ if mode & 0o010 != 0 => ("searchable", "its group"),
+            _ => return None,
+        };
+        Some(format!(
+            "{what} by {who} (mode {:o}); refusing to use it: make it 0700",
+            mode & 0o7777
+        ))
+    })
+}
+
+/// Why a directory others could plant files in is not safe to load compiled code from: owned
+/// by another user, or writable by group or others.
+pub(crate) fn writable_by_others(meta: &std::fs::Metadata) -> Option<String> {
+    use std::os::unix::fs::MetadataExt;
+    not_owned(meta).or_else(|| {
+        let mode = meta.mode();
+        (mode & 0o022 != 0).then(|| {
+            let who = if mode & 0o002 != 0 { "everyone" } else { "its group" };
+            format!(
+                "writable by {who} (mode {:o}); refusing to use it: make it 0700",
+                mode & 0o7777
+            )
+        })
+    })
+}
+
+fn not_owned(meta: &std::fs::Metadata) -> Option<String> {
     use std::os::unix::fs::MetadataExt;
     let me = rustix::process::geteuid().as_raw();
-    if meta.uid() != me {
-        return Some(format!(
+    (meta.uid() != me).then(|| {
+        format!(
             "owned by uid {}, not by this user (uid {me}); refusing to use it",
             meta.uid()
-        ));
-    }
-    let mode = meta.mode();
-    (mode & 0o022 != 0).then(|| {
-        let who = if mode & 0o002 != 0 { "everyone" } else { "its group" };
-        format!(
-            "writable by {who} (mode {:o}); refusing to use it: make it 0700",
-            mode & 0o7777
         )
     })
 }

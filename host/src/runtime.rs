@@ -587,7 +587,10 @@ mod tests {
     #[test]
     fn a_directory_replaced_at_its_path_gets_the_next_file() {
         let runtime = RUNTIME.with_options(Options::default());
-        let tmp = tempfile::tempdir().unwrap();
+        let tmp = tempfile::Builder::new()
+            .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o700))
+            .tempdir()
+            .unwrap();
         let dir = tmp.path().join("offload");
         let config = config(&dir);
         let first = offloaded(runtime.offload(&config, &request(records(50, ""))).unwrap());
@@ -611,7 +614,10 @@ mod tests {
     #[test]
     fn a_directory_made_writable_is_mounted_as_it_is_at_each_call() {
         let runtime = RUNTIME.with_options(Options::default());
-        let tmp = tempfile::tempdir().unwrap();
+        let tmp = tempfile::Builder::new()
+            .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o700))
+            .tempdir()
+            .unwrap();
         let dir = tmp.path().join("modes");
         std::fs::create_dir(&dir).unwrap();
         std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o500)).unwrap();
@@ -632,7 +638,10 @@ mod tests {
             memory: 2 << 20,
             ..Options::default()
         });
-        let tmp = tempfile::tempdir().unwrap();
+        let tmp = tempfile::Builder::new()
+            .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o700))
+            .tempdir()
+            .unwrap();
         let config = config(tmp.path());
         let outcome = runtime.offload(&config, &request(records(3, ""))).unwrap();
         assert!(matches!(outcome, Outcome::Inline(_)), "{outcome:?}");
@@ -655,7 +664,10 @@ mod tests {
     #[test]
     fn large_arguments_and_user_filters_run_in_fresh_instances() {
         let runtime = RUNTIME.with_options(Options::default());
-        let tmp = tempfile::tempdir().unwrap();
+        let tmp = tempfile::Builder::new()
+            .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o700))
+            .tempdir()
+            .unwrap();
         let config = config(tmp.path());
         let big = request(records(4000, &"x".repeat(250)));
         assert!(big.records.len() > KEEP_MAX_BYTES);
@@ -693,7 +705,10 @@ mod tests {
             kept_instances: 0,
             ..Options::default()
         });
-        let tmp = tempfile::tempdir().unwrap();
+        let tmp = tempfile::Builder::new()
+            .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o700))
+            .tempdir()
+            .unwrap();
         let config = config(tmp.path());
         for n in [3, 200] {
             runtime.offload(&config, &request(records(n, ""))).unwrap();

@@ -21,7 +21,10 @@ fn file_operations_are_never_handed_to_a_thread_pool() {
             kept_instances,
             ..Options::default()
         });
-        let dir = tempfile::tempdir().unwrap();
+        let dir = tempfile::Builder::new()
+            .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o700))
+            .tempdir()
+            .unwrap();
         let config = Config {
             output_dir: dir.path().to_str().unwrap().to_owned(),
             threshold_tokens: 100,

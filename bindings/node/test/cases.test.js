@@ -107,7 +107,7 @@ function substitute(value, dir) {
 function normaliseString(s, dir) {
   return s.split(dir).join('<DIR>')
     .replace(/-[0-9A-HJKMNP-TV-Z]{26}\.jsonl/g, '-<ULID>.jsonl')
-    .replace(/"timestamp":"[^"]*"/g, '"timestamp":"<TIME>"');
+    .replace(/"(timestamp|expires_at)":"[^"]*"/g, '"$1":"<TIME>"');
 }
 
 function normalise(value, dir) {

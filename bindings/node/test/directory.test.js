@@ -93,6 +93,19 @@ describe('an unusable offload directory degrades offload and intercept, never th
     assert.deepEqual(tree(dir), []);
   });
 
+  // Issue 34, item 7: another user who can enter the directory could open a file while it is
+  // being written; a directory others can read or enter is refused like a writable one.
+  it('a directory readable by everyone (0755) or its group (0750) is refused', async () => {
+    for (const [mode, reason] of [[0o755, 'readable by everyone (mode 755)'], [0o750, 'readable by its group (mode 750)'],
+      [0o711, 'searchable by everyone (mode 711)']]) {
+      const dir = join(root, `open-${mode.toString(8)}`);
+      mkdirSync(dir);
+      chmodSync(dir, mode);
+      await degraded(dir, `offload directory ${dir}: ${reason}; refusing to use it: make it 0700`);
+      assert.deepEqual(tree(dir), []);
+    }
+  });
+
   it('a directory owned by another user is refused', async () => {
     const me = process.geteuid();
     // Root can give a directory away; anyone else finds one of root's ready-made.
@@ -278,5 +291,26 @@ describe('a read-only file system', () => {
     const out = JSON.parse(run.stdout.trim().split('\n').pop());
     assert.equal(out.kind, 'degraded');
     assert.match(out.warning, /on a read-only file system/);
+  });
+});
+
+// Issue 34, item 7: the shim creates the component's files owner-only from the first byte, not
+// with the umask's mode until the host narrows them.
+describe('files the component creates', () => {
+  it('are 0600 from the start, even under umask 000', async () => {
+    const { sandbox } = await import('../wasi.js');
+    const dir = mkdtempSync(join(tmpdir(), 'lro-mode-'));
+    const box = sandbox({ dir, readOnly: false });
+    const [[preopen]] = box.imports['wasi:filesystem/preopens'].getDirectories();
+    const old = process.umask(0);
+    try {
+      preopen.openAt({ symlinkFollow: false }, '.atlatl-recall-01JDEF7X2K0000000000000000.jsonl.tmp',
+        { create: true, exclusive: true }, { write: true });
+    } finally {
+      process.umask(old);
+      box.close?.();
+    }
+    assert.equal(statSync(join(dir, '.atlatl-recall-01JDEF7X2K0000000000000000.jsonl.tmp')).mode & 0o777, 0o600);
+    rmSync(dir, { recursive: true, force: true });
   });
 });

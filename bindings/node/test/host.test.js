@@ -111,8 +111,9 @@ describe('eviction, and the lro_extract tool functions', () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
-  it('max_files evicts the oldest file, reported as offload-file-evicted {path, bytes, cap}', async () => {
-    const config = { output_dir: dir, threshold_tokens: 100, max_files: 1 };
+  it('max_files evicts an expired file, reported as offload-file-evicted {path, bytes, cap}', async () => {
+    // ttl 0: the first file has expired once written; one within its expiry is never evicted.
+    const config = { output_dir: dir, threshold_tokens: 100, max_files: 1, ttl_seconds: 0 };
     const first = await lro.offload(config, { operation: 'recall', records: records(30) });
     events.length = 0;
     const second = await lro.offload(config, { operation: 'recall', records: records(31) });
@@ -121,6 +122,12 @@ describe('eviction, and the lro_extract tool functions', () => {
     assert.deepEqual(events[0], { kind: 'offload-file-evicted', path: first.path, bytes: first.bytes, cap: 'max-files' });
     assert.equal(existsSync(first.path), false);
     assert.deepEqual(readdirSync(dir), [second.path.slice(dir.length + 1)]);
+    const kept = await lro.offload({ ...config, ttl_seconds: 3600 }, { operation: 'recall', records: records(32) });
+    const third = await lro.offload(config, { operation: 'recall', records: records(33) });
+    assert.equal(third.kind, 'degraded');
+    assert.ok(third.warning.includes('(max_files) is taken by files that have not expired'), third.warning);
+    assert.deepEqual(readdirSync(dir), [kept.path.slice(dir.length + 1)]);
+    rmSync(kept.path);
   });
 
   it('toolDefinition, callTool and rewriteTools', async () => {

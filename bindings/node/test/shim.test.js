@@ -19,7 +19,7 @@ describe("jco's preview2-shim as the component's WASI", () => {
   const dir = mkdtempSync(join(tmpdir(), 'lro-shim-'));
   after(() => rmSync(dir, { recursive: true, force: true }));
 
-  it('offloads, and evicts the oldest file at max_files', () => {
+  it('offloads, and evicts the oldest expired file at max_files', () => {
     shim.filesystem._setPreopens({ [dir]: dir });
     const events = [];
     const { cli, clocks, filesystem, io, random } = shim;
@@ -46,7 +46,7 @@ describe("jco's preview2-shim as the component's WASI", () => {
       'lro:component/events': { emit: (event) => events.push(event.tag) },
     };
     const lro = instantiate((name) => new WebAssembly.Module(readFileSync(join(HOST, 'gen', name))), imports);
-    const config = { ...lro.configuration.defaults(), outputDir: dir, thresholdTokens: 10, maxFiles: 2 };
+    const config = { ...lro.configuration.defaults(), outputDir: dir, thresholdTokens: 10, maxFiles: 2, ttlSeconds: 0n };
     const records = JSON.stringify(Array.from({ length: 20 }, (_, i) => ({ id: `m${i}`, title: `Record ${i}` })));
     const paths = [];
     for (let i = 0; i < 3; i++) {

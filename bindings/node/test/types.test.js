@@ -103,7 +103,9 @@ describe('an omitted or empty output_dir is the default directory, prepared like
     assert.equal((await lro.extract({}, { path, query: '.id', limit: 100000 })).total, 30);
     assert.equal((await lro.callTool(null, { file_path: path, recipe: 1, limit: 100000 })).total, 30);
     assert.equal((await lro.recipes({ output_dir: '' }, 'light')).length, 10);
-    const report = await lro.sweep({ ttl_seconds: 0 }, Date.now() + 1000);
+    // They expire when their headers say (created + the writer's 3600 s), not by this ttl.
+    assert.equal((await lro.sweep({ ttl_seconds: 0 }, Date.now() + 1000)).deleted.length, 0);
+    const report = await lro.sweep({ ttl_seconds: 0 }, Date.now() + 3_601_000);
     assert.equal(report.deleted.length, 2);
   });
 

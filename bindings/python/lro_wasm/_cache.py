@@ -12,7 +12,7 @@ from typing import Optional
 from wasmtime import Engine, WasmtimeError
 from wasmtime.component import Component
 
-from ._directory import makedirs_private, not_private
+from ._directory import makedirs_private, writable_by_others
 from ._errors import LroError
 
 
@@ -32,7 +32,7 @@ def _private_dir(dir: str) -> bool:
         st = os.stat(dir)
     except OSError:
         return False
-    return stat.S_ISDIR(st.st_mode) and not_private(st) is None
+    return stat.S_ISDIR(st.st_mode) and writable_by_others(st) is None
 
 
 def compile_component(engine: Engine, wasm: bytes) -> Component:

@@ -44,9 +44,32 @@ def os_reason(e: OSError) -> str:
 
 
 def not_private(st: os.stat_result) -> Optional[str]:
-    """Why a directory is not this user's alone (owned by another user, or writable by group or
-    others), or None. The offload directory and the compiled-component cache are both checked
-    with it."""
+    """Why a directory is not this user's alone (owned by another user, or open to group or
+    others in any way: read, write or search), or None. A file the component creates exists
+    with the mode the umask gives until the host narrows it to 0600; in a directory no one else
+    can enter, no one else can open it. The offload directory is checked with it; the
+    compiled-component cache with `writable_by_others` only (it holds no secrets). The
+    messages are the Rust host's (host/src/dir.rs)."""
+    me = os.geteuid()
+    if st.st_uid != me:
+        return f"owned by uid {st.st_uid}, not by this user (uid {me}); refusing to use it"
+    mode = st.st_mode
+    for bit, what, who in (
+        (0o002, "writable", "everyone"),
+        (0o020, "writable", "its group"),
+        (0o004, "readable", "everyone"),
+        (0o040, "readable", "its group"),
+        (0o001, "searchable", "everyone"),
+        (0o010, "searchable", "its group"),
+    ):
+        if mode & bit:
+            return f"{what} by {who} (mode {mode & 0o7777:o}); refusing to use it: make it 0700"
+    return None
+
+
+def writable_by_others(st: os.stat_result) -> Optional[str]:
+    """Why a directory others could plant files in is not safe to load compiled code from
+    (owned by another user, or writable by group or others), or None."""
     me = os.geteuid()
     if st.st_uid != me:
         return f"owned by uid {st.st_uid}, not by this user (uid {me}); refusing to use it"
@@ -61,9 +84,9 @@ def prepare_dir(output_dir: Any, create: bool) -> tuple:
     `output_dir` is empty), created 0700 if missing (when `create`), whether to mount it
     writable (not when its mode has no write bit at all), and its identity `(st_dev, st_ino)`,
     which tells a directory replaced at the same path from the one a kept store has open. Raises Unusable when it is not a
-    directory, cannot be created or opened, is owned by another user, or can be written by group
-    or others: another local user could then read what is offloaded there, or plant files and
-    links in it."""
+    directory, cannot be created or opened, is owned by another user, or is open to group or
+    others in any way: another local user could then read what is offloaded there, open a file
+    while it is being written, or plant files and links in it."""
     if not isinstance(output_dir, str):
         raise bad("config.output_dir", "a string", output_dir)
     given = resolved(output_dir)

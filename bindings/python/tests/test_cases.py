@@ -200,13 +200,13 @@ def call(lro, name, cfg, args):
 
 
 ULID = re.compile(r"-[0-9A-HJKMNP-TV-Z]{26}\.jsonl")
-TIMESTAMP = re.compile(r'"timestamp":"[^"]*"')
+TIMESTAMP = re.compile(r'"(timestamp|expires_at)":"[^"]*"')
 
 
 def normalise_str(s, dir):
     s = s.replace(dir, "<DIR>")
     s = ULID.sub("-<ULID>.jsonl", s)
-    return TIMESTAMP.sub('"timestamp":"<TIME>"', s)
+    return TIMESTAMP.sub(r'"\1":"<TIME>"', s)
 
 
 def normalise(value, dir):
@@ -294,9 +294,10 @@ def test_normalisation_replaces_only_ulids_before_jsonl_and_header_timestamps():
     assert normalise_str(
         "/tmp/lro-case-abc/atlatl-recall-01JDEF7X2K0000000000000000.jsonl and -01JDEF7X2K0000000000000000.json", dir
     ) == "<DIR>/atlatl-recall-<ULID>.jsonl and -01JDEF7X2K0000000000000000.json"
-    assert normalise_str('{"timestamp":"2026-11-22T00:32:53.117Z","created":"2025-01-01T00:35:31Z"}', dir) == (
-        '{"timestamp":"<TIME>","created":"2025-01-01T00:35:31Z"}'
-    )
+    assert normalise_str(
+        '{"timestamp":"2026-11-22T00:32:53.117Z","expires_at":"2026-11-22T01:32:53.117Z","created":"2025-01-01T00:35:31Z"}', dir
+    ) == '{"timestamp":"<TIME>","expires_at":"<TIME>","created":"2025-01-01T00:35:31Z"}'
+
 
 
 def test_case_dir_is_72_characters_and_fresh():
@@ -314,7 +315,8 @@ def test_the_runner_runs_the_tool_calls_and_reports_evictions(lro):
         "config": {"threshold_tokens": 100, "max_files": 1, "extract_tool": True},
         "steps": [
             {"call": "tool_definition"},
-            {"call": "offload", "args": {"request": {"operation": "list", "records": records}}},
+            # ttl 0: the first file has expired once written, so the second may evict it.
+            {"call": "offload", "config": {"ttl_seconds": 0}, "args": {"request": {"operation": "list", "records": records}}},
             {"call": "offload", "args": {"request": {"operation": "list", "records": records}}},
             {"call": "call_tool", "args": {"arguments": {"file_path": "<FILE>", "query": "length", "slurp": True}}},
             {"call": "rewrite_tools", "args": {"tools": tools}},

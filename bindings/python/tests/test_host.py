@@ -49,7 +49,7 @@ def test_a_file_that_was_there_before_keeps_its_mode(lro, tmp_path):
 
 def test_the_directory_is_preopened_at_its_canonical_path(lro, tmp_path):
     real = tmp_path / "real"
-    real.mkdir()
+    real.mkdir(mode=0o700)
     link = tmp_path / "link"
     link.symlink_to(real)
     out = lro.offload(lro.config(output_dir=str(link) + "/./", threshold_tokens=100), {"operation": "list", "records": RECORDS})
@@ -117,6 +117,16 @@ def unusable_dir(tmp_path, kind):
         dir.chmod(0o777 if kind == "world-writable" else 0o770)
         who = "everyone (mode 777)" if kind == "world-writable" else "its group (mode 770)"
         return str(dir), f"writable by {who}; refusing to use it: make it 0700", lambda: os.listdir(dir) == []
+    if kind in ("world-readable", "group-readable", "world-searchable"):
+        # Issue 34, item 7: another user who can enter the directory could open a file while it
+        # is being written, so reading or entering is refused like writing.
+        mode = {"world-readable": 0o755, "group-readable": 0o750, "world-searchable": 0o711}[kind]
+        dir = tmp_path / "open"
+        dir.mkdir()
+        dir.chmod(mode)
+        what = {"world-readable": "readable by everyone", "group-readable": "readable by its group",
+                "world-searchable": "searchable by everyone"}[kind]
+        return str(dir), f"{what} (mode {mode:o}); refusing to use it: make it 0700", lambda: os.listdir(dir) == []
     if kind == "owned-by-another-user":
         me = os.geteuid()
         if me == 0:  # root can give a directory away
@@ -131,7 +141,8 @@ def unusable_dir(tmp_path, kind):
     raise AssertionError(kind)
 
 
-UNUSABLE = ["regular-file", "parent-is-a-file", "world-writable", "group-writable", "owned-by-another-user"]
+UNUSABLE = ["regular-file", "parent-is-a-file", "world-writable", "group-writable", "world-readable", "group-readable",
+            "world-searchable", "owned-by-another-user"]
 
 
 @pytest.mark.parametrize("kind", UNUSABLE)
@@ -322,12 +333,19 @@ def test_tool_definition_call_tool_and_rewrite_tools(lro, tmp_path):
 def test_files_evicted_for_max_files_arrive_as_events(wasm, tmp_path):
     seen = []
     lro = Lro(wasm, on_event=seen.append)
-    cfg = lro.config(output_dir=str(tmp_path), threshold_tokens=100, max_files=1)
+    # ttl 0: each file has expired once written, so the next may evict it.
+    cfg = lro.config(output_dir=str(tmp_path), threshold_tokens=100, max_files=1, ttl_seconds=0)
     first = lro.offload(cfg, {"operation": "list", "records": RECORDS})
     second = lro.offload(cfg, {"operation": "list", "records": RECORDS})
     assert [e["kind"] for e in seen] == ["offload-created", "offload-file-evicted", "offload-created"], seen
     assert seen[1] == {"kind": "offload-file-evicted", "path": first["path"], "bytes": first["bytes"], "cap": "max-files"}
     assert os.listdir(tmp_path) == [os.path.basename(second["path"])]
+    # A file within the expiry it recorded is never evicted: the next write degrades instead.
+    os.remove(second["path"])
+    kept = lro.offload(lro.config(output_dir=str(tmp_path), threshold_tokens=100, max_files=1), {"operation": "list", "records": RECORDS})
+    third = lro.offload(cfg, {"operation": "list", "records": RECORDS})
+    assert third["kind"] == "degraded" and "(max_files) is taken by files that have not expired" in third["warning"], third
+    assert os.listdir(tmp_path) == [os.path.basename(kept["path"])]
 
 
 def test_values_in_the_json_form(lro, tmp_path):

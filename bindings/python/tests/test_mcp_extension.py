@@ -61,12 +61,14 @@ def run(server, body):
 
 
 def expired_file(lro, dir):
-    """An LRO file in `dir` created two hours ago (its header and modification time say so)."""
+    """An LRO file in `dir` created two hours ago with a ttl of an hour (its header and
+    modification time say so): it expired an hour ago."""
     out = lro.offload(lro.config(output_dir=str(dir), threshold_tokens=10), {"operation": "list", "records": ROWS})
     with open(out["path"]) as f:
         header, rest = f.readline(), f.read()
     header = json.loads(header)
     header["timestamp"] = time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime(time.time() - 7200))
+    header["expires_at"] = time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime(time.time() - 3600))
     with open(out["path"], "w") as f:
         f.write(json.dumps(header) + "\n" + rest)
     os.utime(out["path"], (time.time() - 7200, time.time() - 7200))

@@ -20,6 +20,7 @@ struct Header {
     count: usize,
     schema_version: String,
     timestamp: String,
+    expires_at: String,
     estimated_tokens: u32,
     detail: String,
 }
@@ -66,7 +67,7 @@ fn compact(records: &[Value]) -> String {
 
 #[test]
 fn estimate_equal_to_threshold_stays_inline_one_more_offloads() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::common::tempdir().unwrap();
     let records = sample(lro_core::Detail::Light, 30, false);
     let tokens = RUNTIME.estimate(&compact(&records)).unwrap();
     let request = request(Operation::Recall, None, &records);
@@ -87,7 +88,7 @@ fn cjk_text_counts_one_token_per_character() {
     assert_eq!(RUNTIME.estimate("漢字かなカナ한글abcd").unwrap(), 9);
     // 400 ideographs: ~100 tokens by characters / 4, 400 by the CJK rule, so a threshold of 200
     // offloads only under the CJK rule.
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::common::tempdir().unwrap();
     let records = vec![json!({"id": "1", "namespace": "_semantic/ja", "title": "記".repeat(400)})];
     let outcome = RUNTIME
         .offload(&config(dir.path(), 200), &request(Operation::Recall, None, &records))
@@ -102,7 +103,7 @@ fn cjk_text_counts_one_token_per_character() {
 
 #[test]
 fn disabled_always_stays_inline() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::common::tempdir().unwrap();
     let records = sample(lro_core::Detail::Full, 500, false);
     let mut cfg = config(dir.path(), 10);
     cfg.enabled = false;
@@ -122,7 +123,7 @@ fn each_detail_level_gets_its_own_schema_and_recipes_and_no_score() {
     let mut seen_schemas = HashSet::new();
     let mut seen_adaptive = HashSet::new();
     for detail in DETAILS {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = crate::common::tempdir().unwrap();
         let hits = sample(core_detail(detail), 500, true);
         let out = offloaded(
             RUNTIME
@@ -172,7 +173,7 @@ fn each_detail_level_gets_its_own_schema_and_recipes_and_no_score() {
 
 #[test]
 fn header_and_lines_decode_and_agree_with_the_descriptor() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::common::tempdir().unwrap();
     let hits = sample(lro_core::Detail::Full, 500, true);
     let request = request(Operation::Recall, Some(Detail::Full), &hits);
     let out = offloaded(RUNTIME.offload(&config(dir.path(), 1600), &request).unwrap());
@@ -202,6 +203,8 @@ fn header_and_lines_decode_and_agree_with_the_descriptor() {
     assert_eq!(lro_core::time::format_rfc3339_ms(ms), header.timestamp);
     let ulid = out.path.rsplit('-').next().unwrap().trim_end_matches(".jsonl");
     assert_eq!(ulid::Ulid::from_string(ulid).unwrap().timestamp_ms(), ms);
+    // The writer's promise: created + its ttl (3600 s by default), in the same format.
+    assert_eq!(header.expires_at, lro_core::time::format_rfc3339_ms(ms + 3_600_000));
 
     let d: Descriptor = serde_json::from_str(&out.descriptor).unwrap();
     assert_eq!(
@@ -229,7 +232,7 @@ fn header_and_lines_decode_and_agree_with_the_descriptor() {
 
 #[test]
 fn plain_memories_have_no_score_range() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::common::tempdir().unwrap();
     let out = offloaded(
         RUNTIME
             .offload(
@@ -245,7 +248,7 @@ fn plain_memories_have_no_score_range() {
 
 #[test]
 fn file_names_match_the_pattern_and_stay_unique_over_1000_offloads() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::common::tempdir().unwrap();
     let cfg = config(dir.path(), 0);
     let request = request(Operation::Search, None, &sample(lro_core::Detail::Light, 1, false));
     let canonical = dir.path().canonicalize().unwrap();
@@ -268,7 +271,7 @@ fn file_names_match_the_pattern_and_stay_unique_over_1000_offloads() {
 
 #[test]
 fn files_are_owner_only_in_a_directory_created_private() {
-    let parent = tempfile::tempdir().unwrap();
+    let parent = crate::common::tempdir().unwrap();
     let dir = parent.path().join("new/offload");
     let out = offloaded(
         RUNTIME
@@ -286,7 +289,7 @@ fn files_are_owner_only_in_a_directory_created_private() {
 
 #[test]
 fn inject_keeps_the_budgeted_text_below_and_offloads_the_pre_budget_set_above() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::common::tempdir().unwrap();
     let records = sample(lro_core::Detail::Medium, 60, false);
     let text = "## Relevant memories\n- only the first three\n";
     let inject = |threshold| {
@@ -310,8 +313,8 @@ fn inject_keeps_the_budgeted_text_below_and_offloads_the_pre_budget_set_above() 
 
 #[test]
 fn read_only_directory_falls_back_to_truncated_inline_with_warning_and_event() {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o555)).unwrap();
+    let dir = crate::common::tempdir().unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o500)).unwrap();
     let (runtime, events) = with_events();
     let records = sample(lro_core::Detail::Light, 200, false);
     let outcome = runtime
@@ -349,7 +352,7 @@ fn read_only_directory_falls_back_to_truncated_inline_with_warning_and_event() {
 
 #[test]
 fn bare_descriptor_has_path_and_summary_only() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::common::tempdir().unwrap();
     let mut cfg = config(dir.path(), 100);
     cfg.descriptor = DescriptorStyle::Bare;
     let out = offloaded(
@@ -367,7 +370,7 @@ fn bare_descriptor_has_path_and_summary_only() {
 
 #[test]
 fn extract_tool_guidance_points_to_lro_extract() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::common::tempdir().unwrap();
     let mut cfg = config(dir.path(), 100);
     cfg.extract_tool = true;
     let out = offloaded(
@@ -391,7 +394,7 @@ fn extract_tool_guidance_points_to_lro_extract() {
 
 #[test]
 fn offload_created_event_reports_the_file() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::common::tempdir().unwrap();
     let (runtime, events) = with_events();
     let out = offloaded(
         runtime
@@ -413,7 +416,7 @@ fn offload_created_event_reports_the_file() {
 
 #[test]
 fn bad_input_is_a_typed_error_naming_the_problem() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::common::tempdir().unwrap();
     let cfg = config(dir.path(), 100);
     let call = |records: &str| {
         let request = Request {
@@ -447,7 +450,7 @@ fn bad_input_is_a_typed_error_naming_the_problem() {
 
 #[test]
 fn limits_stop_a_call_and_the_next_call_works() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::common::tempdir().unwrap();
     let big = request(
         Operation::Recall,
         Some(Detail::Full),
@@ -536,7 +539,7 @@ fn a_path_that_is_not_a_directory_degrades_the_result_and_never_fails_the_call()
 /// `dir_problem` is the host's to set: a caller's is refused, with the message every host gives.
 #[test]
 fn a_callers_dir_problem_is_refused() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::common::tempdir().unwrap();
     let config = Config {
         dir_problem: Some("mine".into()),
         ..config(dir.path(), 100)
@@ -588,7 +591,7 @@ fn the_component_reads_records_as_the_machine_code_does() {
         format!("[{}]", records.join(",")),
         format!("[\n  {}\n]", records.join(" ,\n  ")),
     ] {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = crate::common::tempdir().unwrap();
         let cfg = config(dir.path(), 100);
         let req = Request {
             operation: Operation::Recall,

@@ -48,7 +48,7 @@ fn dir_arg(dir: &Path) -> String {
 
 #[test]
 fn offload_of_a_sample_prints_the_descriptor() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::common::tempdir().unwrap();
     let input = sample(&["--detail", "full", "--count", "500"]);
     let out = lro(
         &[
@@ -73,7 +73,7 @@ fn offload_of_a_sample_prints_the_descriptor() {
 
 #[test]
 fn small_results_pass_through_compact() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::common::tempdir().unwrap();
     let out = lro(
         &["offload", "--output-dir", &dir_arg(dir.path())],
         "[ {\"id\": \"a\"} ]",
@@ -85,7 +85,7 @@ fn small_results_pass_through_compact() {
 
 #[test]
 fn invalid_json_and_wrong_shapes_exit_2_saying_what_is_wrong() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::common::tempdir().unwrap();
     let d = dir_arg(dir.path());
     let cases: [(&[&str], &str, &str); 5] = [
         (
@@ -123,7 +123,7 @@ fn invalid_json_and_wrong_shapes_exit_2_saying_what_is_wrong() {
 
 #[test]
 fn inject_input_stays_text_below_threshold() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::common::tempdir().unwrap();
     let input = sample(&["--detail", "medium", "--count", "3", "--inject"]);
     let text = serde_json::from_str::<Value>(&input).unwrap()["text"]
         .as_str()
@@ -140,7 +140,7 @@ fn inject_input_stays_text_below_threshold() {
 
 #[test]
 fn config_precedence_is_flags_then_environment_then_file() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::common::tempdir().unwrap();
     let d = dir_arg(dir.path());
     let file = dir.path().join("lro.toml");
     std::fs::write(&file, "[prompt.offload]\nthreshold_tokens = 1000000\n").unwrap();
@@ -201,7 +201,7 @@ fn a_bad_config_value_names_the_key_and_exits_2() {
 
 #[test]
 fn events_flag_prints_json_lines_on_stderr() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::common::tempdir().unwrap();
     let input = sample(&["--detail", "light", "--count", "100"]);
     let out = lro(
         &[
@@ -223,7 +223,7 @@ fn events_flag_prints_json_lines_on_stderr() {
 
 #[test]
 fn sweep_with_now_deletes_expired_files_and_reports_them() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::common::tempdir().unwrap();
     let d = dir_arg(dir.path());
     let input = sample(&["--detail", "light", "--count", "100"]);
     let out = lro(&["offload", "--threshold", "10", "--output-dir", &d], &input, &[]);
@@ -290,7 +290,7 @@ fn recipes_lists_ten_per_level() {
 
 #[test]
 fn component_writes_the_embedded_wasm() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::common::tempdir().unwrap();
     let file = dir.path().join("lro.wasm");
     let out = lro(&["component", "-o", file.to_str().unwrap()], "", &[]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
@@ -310,7 +310,7 @@ fn usage_errors_exit_2() {
 
 #[test]
 fn extract_prints_values_and_reports_cuts_and_refusals() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::common::tempdir().unwrap();
     let d = dir_arg(dir.path());
     let input = sample(&["--detail", "light", "--count", "200"]);
     let out = lro(&["offload", "--threshold", "10", "--output-dir", &d], &input, &[]);
@@ -466,7 +466,7 @@ fn query_is_sandboxed_jq_with_compact_output() {
 
 #[test]
 fn offload_tool_reads_and_prints_call_tool_results() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::common::tempdir().unwrap();
     let d = dir_arg(dir.path());
     let case = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/cases/mcp");
     let github = std::fs::read_to_string(case.join("github_search/result.json")).unwrap();
@@ -611,7 +611,7 @@ fn every_artifact_carries_the_one_version() {
 /// the one command that measures all three hosts keeps working. No time is asserted.
 #[test]
 fn bench_measures_the_three_hosts_side_by_side() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::common::tempdir().unwrap();
     let args = ["bench", "--quick", "--only", "hosts", "--dir", &dir_arg(dir.path())];
     let out = lro(&args, "", &[]);
     assert!(out.status.success(), "{}", stderr(&out));

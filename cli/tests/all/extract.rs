@@ -134,7 +134,7 @@ fn other_params(number: u8) -> Option<(&'static str, &'static str)> {
 #[test]
 fn every_recipe_matches_jq_1_6_and_jq_1_8_with_default_and_other_parameters() {
     for detail in DETAILS {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = crate::common::tempdir().unwrap();
         let path = offload(dir.path(), detail, &sample(core_detail(detail), 500, true));
         let recipes = RUNTIME.recipes(&config(dir.path(), 1600), detail, Some(&path)).unwrap();
         let mut jobs = Vec::new();
@@ -183,7 +183,7 @@ fn every_recipe_matches_jq_1_6_and_jq_1_8_with_default_and_other_parameters() {
 
 #[test]
 fn the_v1_library_is_offered_and_runs() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::common::tempdir().unwrap();
     let mut cfg = config(dir.path(), 10);
     cfg.recipes = RecipeLibrary::V1;
     let records = sample(lro_core::Detail::Full, 200, false);
@@ -223,7 +223,7 @@ fn count_with_cli(dir: &Path, path: &str, filter: &str) -> u64 {
 #[test]
 fn the_papers_two_tasks_answer_exactly() {
     for n in [50, 200, 500] {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = crate::common::tempdir().unwrap();
         let records = lro_core::sample::records(lro_core::Detail::Full, n, n as u64, false);
         let path = offload(dir.path(), lro_host::Detail::Full, &records);
 
@@ -261,7 +261,7 @@ fn runaway_filters_and_deep_input_stop_and_the_next_call_works() {
     // The filter deadline is 1 s. The bound below only catches a deadline that does not work:
     // CI machines run the suites in parallel on 2 shared cores, where a tight bound is flaky.
     let bound = Duration::from_secs(15);
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::common::tempdir().unwrap();
     let path = offload(
         dir.path(),
         lro_host::Detail::Light,
@@ -314,7 +314,7 @@ fn runaway_filters_and_deep_input_stop_and_the_next_call_works() {
 
 #[test]
 fn paths_outside_or_not_ours_are_refused_and_nothing_outside_is_read() {
-    let root = tempfile::tempdir().unwrap();
+    let root = crate::common::tempdir().unwrap();
     let dir = root.path().join("offload");
     let outside = root.path().join("outside");
     std::fs::create_dir_all(&outside).unwrap();
@@ -362,7 +362,7 @@ fn paths_outside_or_not_ours_are_refused_and_nothing_outside_is_read() {
 
 #[test]
 fn an_expired_file_is_refused() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::common::tempdir().unwrap();
     let name = format!("atlatl-recall-{}.jsonl", ulid::Ulid::generate());
     let header = r#"{"type":"lro_header","operation":"recall","query":null,"count":1,"schema_version":"0.1","timestamp":"2020-01-01T00:00:00.000Z","estimated_tokens":1,"detail":"light"}"#;
     std::fs::write(dir.path().join(&name), format!("{header}\n{{\"id\":\"x\"}}\n")).unwrap();
@@ -376,7 +376,7 @@ fn an_expired_file_is_refused() {
 
 #[test]
 fn exactly_one_of_recipe_and_query() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::common::tempdir().unwrap();
     let path = offload(
         dir.path(),
         lro_host::Detail::Light,
@@ -414,7 +414,7 @@ fn exactly_one_of_recipe_and_query() {
 
 #[test]
 fn parameters_are_bound_as_values_never_pasted_into_the_program() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::common::tempdir().unwrap();
     let path = offload(
         dir.path(),
         lro_host::Detail::Light,
@@ -437,7 +437,7 @@ fn parameters_are_bound_as_values_never_pasted_into_the_program() {
 
 #[test]
 fn errors_and_empty_results_tell_the_model_what_to_do() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::common::tempdir().unwrap();
     let path = offload(
         dir.path(),
         lro_host::Detail::Light,
@@ -471,7 +471,7 @@ fn errors_and_empty_results_tell_the_model_what_to_do() {
 
 #[test]
 fn output_is_capped_and_says_where_the_filter_stopped() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::common::tempdir().unwrap();
     let path = offload(
         dir.path(),
         lro_host::Detail::Full,
@@ -503,7 +503,7 @@ fn output_is_capped_and_says_where_the_filter_stopped() {
 // not read: the note says where it stopped.
 #[test]
 fn the_output_cap_stops_the_filter_and_later_records_are_not_read() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::common::tempdir().unwrap();
     // 200,000 records, about 20 MB: parsing each whole takes the component several times the
     // deadline below; the first few take a moment.
     let records: Vec<String> = (0..200_000)

@@ -193,7 +193,7 @@ fn every_fixture_gives_its_expected_outcome_above_and_below_its_threshold() {
             result: result_text.clone(),
             meta: call.get("meta").map(Value::to_string),
         };
-        let dir = tempfile::tempdir().unwrap();
+        let dir = crate::common::tempdir().unwrap();
         let threshold = call["threshold"].as_u64().unwrap() as u32;
         let outcome = RUNTIME.intercept(&config(dir.path(), threshold), &tool_call).unwrap();
         match (expected["outcome"].as_str().unwrap(), outcome) {
@@ -309,7 +309,7 @@ fn adversarial(n: usize) -> Vec<Value> {
 fn generic_descriptors_stay_under_800_tokens_for_any_input_size() {
     for n in [10, 1_000, 20_000] {
         for (i, data) in adversarial(n).into_iter().enumerate() {
-            let dir = tempfile::tempdir().unwrap();
+            let dir = crate::common::tempdir().unwrap();
             let result = json!({"content": [{"type": "text", "text": data.to_string()}], "structuredContent": data});
             let call = ToolCall {
                 tool: "a_tool_with_quite_a_long_name_for_testing".into(),
@@ -342,7 +342,7 @@ fn github_call() -> ToolCall {
 
 #[test]
 fn per_tool_settings_choose_sections_inline_keys_and_thresholds() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::common::tempdir().unwrap();
     let call = github_call();
     let mut cfg = config(dir.path(), 500);
     cfg.tools = vec![lro_host::ToolSettings {
@@ -380,8 +380,8 @@ fn per_tool_settings_choose_sections_inline_keys_and_thresholds() {
 #[test]
 fn a_failed_write_degrades_to_a_truncated_result_and_leaves_no_file() {
     use std::os::unix::fs::PermissionsExt;
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o555)).unwrap();
+    let dir = crate::common::tempdir().unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o500)).unwrap();
     let call = github_call();
     let outcome = RUNTIME.intercept(&config(dir.path(), 500), &call).unwrap();
     std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o700)).unwrap();

@@ -11,7 +11,7 @@ use serde_json::Value;
 fn every_recipe_runs_with_system_jq_at_every_detail_level() {
     assert_reference_jq();
     for detail in DETAILS {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = crate::common::tempdir().unwrap();
         let records = sample(core_detail(detail), 500, true);
         let outcome = RUNTIME
             .offload(

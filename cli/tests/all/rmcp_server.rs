@@ -64,7 +64,7 @@ fn text(result: &rmcp::model::CallToolResult) -> String {
 
 #[tokio::test]
 async fn the_example_server_offloads_lists_lro_extract_and_answers_its_guidance() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::common::tempdir().unwrap();
     let client = serve(common::config(dir.path(), 1600)).await;
 
     let tools = client.peer().list_all_tools().await.unwrap();
@@ -127,7 +127,7 @@ async fn the_example_server_offloads_lists_lro_extract_and_answers_its_guidance(
 
 #[tokio::test]
 async fn the_wrapper_sweeps_expired_files_while_serving() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::common::tempdir().unwrap();
     let mut config = common::config(dir.path(), 1600);
     config.ttl_seconds = 1;
     let client = serve(config).await;

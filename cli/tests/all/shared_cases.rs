@@ -358,14 +358,19 @@ fn replace_ulids(s: &str) -> String {
     out
 }
 
-/// `"timestamp":"…"` → `"timestamp":"<TIME>"`.
+/// `"timestamp":"…"` → `"timestamp":"<TIME>"`, and the same for `"expires_at"`.
 fn replace_timestamps(s: &str) -> String {
-    const KEY: &str = "\"timestamp\":\"";
+    ["\"timestamp\":\"", "\"expires_at\":\""]
+        .iter()
+        .fold(s.to_owned(), |s, key| replace_value(&s, key))
+}
+
+fn replace_value(s: &str, key: &str) -> String {
     let mut out = String::with_capacity(s.len());
     let mut rest = s;
-    while let Some(i) = rest.find(KEY) {
-        out.push_str(&rest[..i + KEY.len()]);
-        rest = &rest[i + KEY.len()..];
+    while let Some(i) = rest.find(key) {
+        out.push_str(&rest[..i + key.len()]);
+        rest = &rest[i + key.len()..];
         match rest.find('"') {
             Some(end) => {
                 out.push_str("<TIME>");
@@ -539,9 +544,9 @@ fn normalisation_replaces_only_ulids_before_jsonl_and_header_timestamps() {
     );
     assert_eq!(
         normalise_str(
-            r#"{"timestamp":"2026-11-22T00:32:53.117Z","created":"2025-01-01T00:35:31Z"}"#,
+            r#"{"timestamp":"2026-11-22T00:32:53.117Z","expires_at":"2026-11-22T01:32:53.117Z","created":"2025-01-01T00:35:31Z"}"#,
             dir
         ),
-        r#"{"timestamp":"<TIME>","created":"2025-01-01T00:35:31Z"}"#
+        r#"{"timestamp":"<TIME>","expires_at":"<TIME>","created":"2025-01-01T00:35:31Z"}"#
     );
 }

@@ -22,7 +22,7 @@ fn lro_file(dir: &Path, name: &str, header_ms: u64) {
 
 #[test]
 fn sweep_deletes_exactly_the_expired_files() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::common::tempdir().unwrap();
     let d = dir.path();
     // ttl 1 h, now = T0 + 3 h: anything created at or before T0 + 2 h has expired.
     let old = format!("atlatl-recall-{}.jsonl", ulid_at(T0, 1));
@@ -92,7 +92,7 @@ fn sweep_deletes_exactly_the_expired_files() {
 
 #[test]
 fn files_the_component_wrote_expire_after_their_ttl() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::common::tempdir().unwrap();
     let mut cfg = config(dir.path(), 10);
     cfg.ttl_seconds = 60;
     let out = RUNTIME
@@ -120,7 +120,7 @@ fn files_the_component_wrote_expire_after_their_ttl() {
 
 #[test]
 fn sweeping_a_missing_directory_is_an_io_error() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::common::tempdir().unwrap();
     let err = RUNTIME.sweep(&config(&dir.path().join("absent"), 10), T0).unwrap_err();
     assert!(matches!(&err, Error::Directory { .. }), "{err}");
     let ok = RUNTIME.sweep(&config(dir.path(), 10), T0).unwrap();

@@ -8,7 +8,6 @@ use std::io::ErrorKind;
 use serde_json::Value;
 
 use crate::custodian;
-use crate::time::parse_rfc3339_ms;
 use crate::{Config, Detail, Error};
 
 /// The path, made lexical-canonical, if it names a file directly in the offload directory with
@@ -141,24 +140,23 @@ pub(super) fn check_header(config: &Config, path: &str, header: &str, now_ms: u6
         Some(level) => Some(Detail::parse(level).ok_or_else(|| not_lro("its header names an unknown detail level"))?),
         None => return Err(not_lro("its header has no detail level")),
     };
-    let stamped = header
-        .get("timestamp")
-        .and_then(Value::as_str)
-        .and_then(parse_rfc3339_ms)
-        .ok_or_else(|| not_lro("its header has no RFC 3339 timestamp"))?;
-    // The same date the custodian goes by, so a file is never readable past the time a sweep
-    // would delete it.
+    let stamps = custodian::Stamps::of(&header).ok_or_else(|| not_lro("its header has no RFC 3339 timestamp"))?;
+    // The expiry the custodian goes by, so a file is never readable past the time a sweep
+    // would delete it, nor refused before the time its writer promised.
     let name = path.rsplit('/').next().unwrap_or(path);
-    let created = match custodian::classify(&config.prefix, name) {
-        Some(custodian::Kind::Offload(ulid)) => custodian::created_ms(path, ulid, Some(stamped)),
-        _ => stamped,
+    let ttl_ms = config.ttl_seconds.saturating_mul(1000);
+    let expired = match custodian::classify(&config.prefix, name) {
+        Some(kind @ custodian::Kind::Offload(_)) => custodian::lifetime(path, &kind, ttl_ms, Some(stamps)).1,
+        _ => stamps.timestamp.saturating_add(ttl_ms),
     };
-    let expired = created.saturating_add(config.ttl_seconds.saturating_mul(1000));
     if expired <= now_ms {
+        let why = match stamps.expires_at {
+            Some(_) => "the expiry its writer recorded".to_owned(),
+            None => format!("ttl {} s", config.ttl_seconds),
+        };
         return Err(Error::Expired(format!(
-            "{path} expired at {} (ttl {} s); run the tool again for fresh results",
+            "{path} expired at {} ({why}); run the tool again for fresh results",
             crate::time::format_rfc3339_ms(expired),
-            config.ttl_seconds
         )));
     }
     Ok(detail)
@@ -201,5 +199,46 @@ mod tests {
             };
             assert!(matches, "{path}: {err}");
         }
+    }
+
+    /// Extraction refuses a file as `expired` by the expiry its header records, not by the
+    /// reader's ttl; a header without one goes by the reader's ttl.
+    #[test]
+    fn extraction_goes_by_the_recorded_expiry() {
+        let t = 1_795_000_000_000;
+        let ulid = ulid::Ulid::from_parts(t, 1);
+        let path = format!("/nonexistent-lro/atlatl-recall-{ulid}.jsonl");
+        let header = |expires_at: Option<u64>| {
+            let mut h = serde_json::json!({"type": "lro_header", "timestamp": crate::time::format_rfc3339_ms(t), "detail": "light"});
+            if let Some(at) = expires_at {
+                h["expires_at"] = crate::time::format_rfc3339_ms(at).into();
+            }
+            h.to_string()
+        };
+        let short = Config {
+            output_dir: "/nonexistent-lro".into(),
+            ttl_seconds: 1,
+            ..Config::default()
+        };
+        let long = Config {
+            ttl_seconds: 86_400,
+            ..short.clone()
+        };
+        let promised = header(Some(t + 3_600_000));
+        assert_eq!(
+            check_header(&short, &path, &promised, t + 3_599_999).unwrap(),
+            Some(Detail::Light)
+        );
+        let err = check_header(&long, &path, &promised, t + 3_600_000).unwrap_err();
+        assert!(matches!(err, Error::Expired(_)), "{err}");
+        assert!(
+            err.to_string()
+                .contains("expired at 2026-11-18T12:06:40.000Z (the expiry its writer recorded)"),
+            "{err}"
+        );
+        let unstated = header(None);
+        assert!(check_header(&long, &path, &unstated, t + 3_600_000).is_ok());
+        let err = check_header(&short, &path, &unstated, t + 1000).unwrap_err();
+        assert!(err.to_string().contains("(ttl 1 s)"), "{err}");
     }
 }

@@ -320,6 +320,40 @@ mod tests {
         assert!(files[0].contains("/atlatl-inject-"), "{files:?}");
     }
 
+    /// Every section file's header records its writer's expiry: created + ttl_seconds.
+    #[test]
+    fn generic_headers_record_the_writers_expiry() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = Config {
+            output_dir: dir.path().to_str().unwrap().to_owned(),
+            threshold_tokens: 50,
+            ttl_seconds: 90,
+            ..Config::default()
+        };
+        let rows: Vec<Value> = (0..40).map(|i| json!({"n": i, "name": format!("row {i}")})).collect();
+        let result = json!({"content": [{"type": "text", "text": json!({"rows": rows, "more": rows}).to_string()}]});
+        let call = ToolCall {
+            tool: "list_rows",
+            arguments: "{}",
+            result: &result.to_string(),
+            meta: None,
+        };
+        let ToolOutcome::Offloaded { files, .. } = intercept(&config, &call, &mut |_| {}).unwrap() else {
+            panic!()
+        };
+        assert_eq!(files.len(), 2, "{files:?}");
+        for file in files {
+            let text = std::fs::read_to_string(&file).unwrap();
+            let header: Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
+            let created = crate::time::parse_rfc3339_ms(header["timestamp"].as_str().unwrap()).unwrap();
+            assert_eq!(
+                header["expires_at"],
+                crate::time::format_rfc3339_ms(created + 90_000),
+                "{file}"
+            );
+        }
+    }
+
     #[test]
     fn proxy_markers_are_honoured_in_both_shapes() {
         assert!(proxied(

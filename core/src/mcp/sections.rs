@@ -3,7 +3,6 @@
 //! its own JSONL file, all or none; when writing fails, the truncated fallback.
 
 use std::collections::HashSet;
-use std::fs;
 
 use serde_json::{Map, Value, json};
 use ulid::Ulid;
@@ -202,37 +201,36 @@ pub(super) fn generic(
         let header = json!({
             "type": "lro_header", "operation": operation, "query": null, "count": lines.len(),
             "schema_version": config.schema_version, "timestamp": format_rfc3339_ms(ulid.timestamp_ms()),
+            "expires_at": format_rfc3339_ms(crate::custodian::promised_expiry(config, ulid.timestamp_ms())),
             "estimated_tokens": section_tokens, "detail": "generic", "tool": tool, "section": section.key,
         })
         .to_string();
         planned.push((name, operation, header, lines, section_tokens));
     }
-    let size: u64 = planned
+    let created = ulid.timestamp_ms();
+    let writes: Vec<offload::Planned<'_, _>> = planned
         .iter()
-        .map(|(_, _, header, lines, _)| offload::file_size(header, lines.iter().map(String::as_str)))
-        .sum();
+        .map(|(name, _, header, lines, _)| offload::Planned {
+            name,
+            header,
+            lines: lines.iter().map(String::as_str),
+        })
+        .collect();
     let mut files = Vec::new();
-    let mut failure = offload::prepare_write(config, u32::try_from(planned.len()).unwrap_or(u32::MAX), size, emit)
-        .err()
-        .map(|e| match planned.first() {
+    let failure = match offload::write_files(config, &writes, created, emit) {
+        Ok(sizes) => {
+            for ((name, operation, _, lines, section_tokens), bytes) in planned.iter().zip(sizes) {
+                let path = format!("{}/{name}", config.dir_base());
+                files.push((path, lines.len(), *section_tokens, bytes, operation.clone()));
+            }
+            None
+        }
+        Err((i, e)) => Some(match planned.get(i) {
             Some((name, ..)) => format!("writing {}/{name}: {e}", config.dir_base()),
             None => format!("writing into {}: {e}", config.dir_base()),
-        });
-    for (name, operation, header, lines, section_tokens) in &planned {
-        if failure.is_some() {
-            break;
-        }
-        let path = format!("{}/{name}", config.dir_base());
-        match offload::write_atomically(config, name, header, lines.iter().map(String::as_str)) {
-            Ok(bytes) => files.push((path, lines.len(), *section_tokens, bytes, operation.clone())),
-            Err(e) => failure = Some(format!("writing {path}: {e}")),
-        }
-    }
+        }),
+    };
     if let Some(error) = failure {
-        // All sections or none: remove what was written before the failure.
-        for (path, ..) in &files {
-            let _ = fs::remove_file(path);
-        }
         let (value, warning, total, returned) = degrade(config, &inline, &sections, &error);
         let text = value.to_string();
         emit(Event::OffloadWriteFailed {

@@ -20,7 +20,7 @@ use crate::{Config, Detail, Error, Event, Operation, Outcome, json_string};
 use descriptor::descriptor;
 pub use descriptor::guidance;
 use records::{Record, parse_records};
-pub(crate) use write::{file_size, prepare_write, write_atomically};
+pub(crate) use write::{Planned, write_files};
 
 /// A result set to intercept (the WIT `request` record).
 #[derive(Debug, Clone, Copy)]
@@ -101,13 +101,16 @@ pub(crate) fn offload_estimated(
     let operation = request.operation.as_str();
     let name = format!("{}-{operation}-{ulid}.jsonl", config.prefix);
     let path = format!("{}/{name}", config.dir_base());
-    let header = header_line(config, request, detail, records.len(), tokens, ulid.timestamp_ms());
-    let size = file_size(&header, records.iter().map(Record::line));
-
-    let written = prepare_write(config, 1, size, emit)
-        .and_then(|()| write_atomically(config, &name, &header, records.iter().map(Record::line)));
-    match written {
-        Ok(bytes) => {
+    let created = ulid.timestamp_ms();
+    let header = header_line(config, request, detail, records.len(), tokens, created);
+    let file = Planned {
+        name: &name,
+        header: &header,
+        lines: records.iter().map(Record::line),
+    };
+    match write_files(config, &[file], created, emit) {
+        Ok(sizes) => {
+            let bytes = sizes[0];
             let count = len_u32(records.len());
             let descriptor = descriptor(config, request.operation, detail, &path, &records, tokens);
             emit(Event::OffloadCreated {
@@ -125,7 +128,7 @@ pub(crate) fn offload_estimated(
                 bytes,
             })
         }
-        Err(err) => {
+        Err((_, err)) => {
             let error = format!("writing {path}: {err}");
             let (payload, warning, returned) = degrade(config, &records, &error);
             let total = len_u32(records.len());
@@ -164,7 +167,8 @@ fn join_array<'a>(items: impl Iterator<Item = &'a str>) -> String {
     out
 }
 
-/// The file's first line: what it holds, when it was made, at which detail level.
+/// The file's first line: what it holds, when it was made and until when it is kept, at which
+/// detail level.
 fn header_line(
     config: &Config,
     request: &Request<'_>,
@@ -181,6 +185,7 @@ fn header_line(
         "count": count,
         "schema_version": config.schema_version,
         "timestamp": format_rfc3339_ms(now_ms),
+        "expires_at": format_rfc3339_ms(crate::custodian::promised_expiry(config, now_ms)),
         "estimated_tokens": tokens,
         "detail": detail.as_str(),
     })
@@ -309,6 +314,10 @@ mod tests {
         assert_eq!(count, 30);
         let text = fs::read_to_string(&path).unwrap();
         assert!(!text.contains("score"));
+        // The header records the writer's promise: created + ttl_seconds (3600 by default).
+        let header: Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
+        let created = crate::time::parse_rfc3339_ms(header["timestamp"].as_str().unwrap()).unwrap();
+        assert_eq!(header["expires_at"], format_rfc3339_ms(created + 3_600_000));
         assert!(text.starts_with("{\"type\":\"lro_header\""));
         let second: Value = serde_json::from_str(text.lines().nth(1).unwrap()).unwrap();
         assert_eq!(second, memory(0, "_episodic/y"));

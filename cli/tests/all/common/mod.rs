@@ -137,3 +137,12 @@ pub fn shell_jq(command: &str, raw: bool) -> Vec<Value> {
         .map(|v| norm(v.unwrap()))
         .collect()
 }
+
+/// A temporary directory only this user can enter (0700), as an offload directory must be:
+/// `tempfile::tempdir()` leaves it as the umask makes it (0755 here), which the hosts refuse.
+pub fn tempdir() -> std::io::Result<tempfile::TempDir> {
+    use std::os::unix::fs::PermissionsExt;
+    tempfile::Builder::new()
+        .permissions(std::fs::Permissions::from_mode(0o700))
+        .tempdir()
+}

@@ -40,7 +40,7 @@ fn base() -> Config {
 
 pub fn config_file(data: &[u8]) {
     let Ok(text) = std::str::from_utf8(data) else { return };
-    let dir = tempfile::tempdir().expect("a temporary directory");
+    let dir = crate::common::tempdir().expect("a temporary directory");
     let file = dir.path().join("lro.toml");
     std::fs::write(&file, text).expect("writing the file");
     typed(config::load(base(), Some(&file), &|_| None, &[]));

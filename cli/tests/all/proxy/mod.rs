@@ -66,7 +66,7 @@ async fn offload_and_count(wired: &harness::Wired, what: &str) -> (Value, CallTo
 #[tokio::test]
 async fn tools_list_gains_lro_extract_and_drops_output_schemas() {
     for generation in BOTH {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = crate::common::tempdir().unwrap();
         let wired = wire(Upstream::new(true), settings(dir.path(), 500).await, generation).await;
         let tools = wired
             .client
@@ -100,7 +100,7 @@ async fn tools_list_gains_lro_extract_and_drops_output_schemas() {
 async fn large_results_become_descriptors_whose_file_holds_the_upstream_data() {
     for generation in BOTH {
         for legacy_upstream in [true, false] {
-            let dir = tempfile::tempdir().unwrap();
+            let dir = crate::common::tempdir().unwrap();
             let wired = wire(
                 Upstream::new(legacy_upstream),
                 settings(dir.path(), 500).await,
@@ -126,7 +126,7 @@ async fn large_results_become_descriptors_whose_file_holds_the_upstream_data() {
 
 #[tokio::test]
 async fn lro_extract_refusals_are_results_the_model_reads() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::common::tempdir().unwrap();
     let wired = wire(Upstream::new(true), settings(dir.path(), 500).await, Generation::Legacy).await;
     let refused = call(
         &wired.client,
@@ -147,7 +147,7 @@ async fn lro_extract_refusals_are_results_the_model_reads() {
 async fn small_results_errors_and_images_are_identical_to_a_direct_connection() {
     // A direct connection needs a server of the client's generation.
     for (generation, legacy_upstream) in [(Generation::Legacy, true), (Generation::Modern, false)] {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = crate::common::tempdir().unwrap();
         let wired = wire(
             Upstream::new(legacy_upstream),
             settings(dir.path(), 500).await,
@@ -175,7 +175,7 @@ async fn small_results_errors_and_images_are_identical_to_a_direct_connection() 
 #[tokio::test]
 async fn resources_pass_through_and_offloaded_files_are_resources() {
     for generation in BOTH {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = crate::common::tempdir().unwrap();
         let wired = wire(Upstream::new(true), settings(dir.path(), 500).await, generation).await;
         let peer = wired.client.peer();
         let notes = peer
@@ -230,7 +230,7 @@ async fn resources_pass_through_and_offloaded_files_are_resources() {
 #[tokio::test]
 async fn the_upstream_sees_the_proxy_marker() {
     for generation in BOTH {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = crate::common::tempdir().unwrap();
         let wired = wire(
             Upstream::new(matches!(generation, Generation::Legacy)),
             settings(dir.path(), 500).await,
@@ -250,7 +250,7 @@ async fn the_upstream_sees_the_proxy_marker() {
 
 #[tokio::test]
 async fn progress_arrives_and_cancellation_reaches_the_upstream() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::common::tempdir().unwrap();
     let upstream = Upstream::new(true);
     let cancelled = upstream.cancelled.clone();
     let mut wired = wire(upstream, settings(dir.path(), 500).await, Generation::Legacy).await;
@@ -278,7 +278,7 @@ async fn call_hang(peer: &rmcp::Peer<rmcp::RoleClient>) -> Result<CallToolResult
 
 #[tokio::test]
 async fn server_requests_reach_the_client() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::common::tempdir().unwrap();
     let wired = wire(Upstream::new(true), settings(dir.path(), 500).await, Generation::Legacy).await;
     let roots = call(&wired.client, "roots", json!({}))
         .await
@@ -288,7 +288,7 @@ async fn server_requests_reach_the_client() {
 
 #[tokio::test]
 async fn an_upstream_that_dies_fails_the_call_at_once_and_ends_the_session() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::common::tempdir().unwrap();
     let wired = wire(Upstream::new(true), settings(dir.path(), 500).await, Generation::Legacy).await;
     let started = Instant::now();
     let failed = call(&wired.client, "exit", json!({}))
@@ -313,7 +313,7 @@ async fn an_upstream_that_dies_fails_the_call_at_once_and_ends_the_session() {
 
 #[tokio::test]
 async fn an_upstream_with_its_own_lro_extract_is_refused() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::common::tempdir().unwrap();
     let mut upstream = Upstream::new(true);
     upstream.clash = true;
     let wired = wire(upstream, settings(dir.path(), 500).await, Generation::Legacy).await;
@@ -329,7 +329,7 @@ async fn an_upstream_with_its_own_lro_extract_is_refused() {
 
 #[tokio::test]
 async fn expired_files_are_swept_at_start_and_while_serving() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::common::tempdir().unwrap();
     let mut config = common::config(dir.path(), 500);
     config.ttl_seconds = 2;
     let settings = prepared(config).await;
@@ -367,7 +367,7 @@ async fn expired_files_are_swept_at_start_and_while_serving() {
 async fn a_streamable_http_upstream_is_offloaded_and_forwarded_like_a_child() {
     for generation in BOTH {
         for legacy_upstream in [true, false] {
-            let dir = tempfile::tempdir().unwrap();
+            let dir = crate::common::tempdir().unwrap();
             let upstream = Upstream::new(legacy_upstream);
             let cancelled = upstream.cancelled.clone();
             let server = HttpUpstream::start(upstream).await;
@@ -416,7 +416,7 @@ async fn a_streamable_http_upstream_is_offloaded_and_forwarded_like_a_child() {
 #[tokio::test]
 async fn an_http_upstream_that_goes_away_fails_calls_at_once_and_is_reconnected() {
     for generation in BOTH {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = crate::common::tempdir().unwrap();
         let mut server = HttpUpstream::start(Upstream::new(false)).await;
         let wired = wire_http(&server.url, settings(dir.path(), 500).await, generation).await;
         let before = call(&wired.client, "rows", json!({"n": 3})).await.expect("a call");
@@ -449,7 +449,7 @@ async fn an_http_upstream_that_goes_away_fails_calls_at_once_and_is_reconnected(
 #[tokio::test]
 async fn the_real_binary_in_front_of_the_sample_server() {
     use rmcp::ServiceExt;
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::common::tempdir().unwrap();
     let lro = env!("CARGO_BIN_EXE_lro");
     let mut child = tokio::process::Command::new(lro)
         .args(["proxy", "--threshold", "1600", "--output-dir"])
@@ -513,7 +513,7 @@ async fn the_real_binary_in_front_of_the_sample_server() {
 /// `lro demo`, the README's first command: the whole session runs and prints each step.
 #[test]
 fn lro_demo_plays_a_session_through_the_proxy() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::common::tempdir().unwrap();
     let output = std::process::Command::new(env!("CARGO_BIN_EXE_lro"))
         .args(["demo", "--output-dir"])
         .arg(dir.path())

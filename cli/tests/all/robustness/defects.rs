@@ -1,7 +1,8 @@
 //! The defects real use found, each test failing before its fix.
 
 use std::os::unix::fs::PermissionsExt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::process::Command;
 
 use crate::common::*;
 use crate::robustness::*;
@@ -161,6 +162,92 @@ fn an_unusable_directory_degrades_offload_and_intercept_with_the_reason() {
         assert!(failures.iter().all(|f| f.contains(reason)), "{failures:?}");
     }
     assert!(names(&open).is_empty(), "nothing is written into a refused directory");
+}
+
+/// Issue 34, item 7: a directory others can read or enter is refused like one they can write:
+/// under a lax umask a file exists with a group- or other-accessible mode until the host narrows
+/// it, and another user who can enter the directory could open it in that moment and append.
+/// Offload degrades naming the mode; extract and sweep fail with it (exit 2).
+#[test]
+fn a_directory_others_can_read_or_enter_is_refused() {
+    let root = private_dir();
+    let records = light(30);
+    for (mode, reason) in [
+        (
+            0o755,
+            "readable by everyone (mode 755); refusing to use it: make it 0700",
+        ),
+        (
+            0o750,
+            "readable by its group (mode 750); refusing to use it: make it 0700",
+        ),
+        (
+            0o711,
+            "searchable by everyone (mode 711); refusing to use it: make it 0700",
+        ),
+    ] {
+        let dir = root.path().join(format!("dir-{mode:o}"));
+        std::fs::create_dir(&dir).unwrap();
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(mode)).unwrap();
+        let (runtime, events) = with_events();
+        let outcome = runtime
+            .offload(&config(&dir, 500), &request(Operation::Recall, None, &records))
+            .unwrap();
+        let Outcome::Degraded(degraded) = outcome else {
+            panic!("{mode:o}: {outcome:?}")
+        };
+        assert!(degraded.warning.contains(reason), "{}", degraded.warning);
+        assert!(write_failures(&events.lock().unwrap())[0].contains(reason));
+        assert!(names(&dir).is_empty(), "nothing is written into a refused directory");
+        let out = lro().args(["sweep", "--output-dir"]).arg(&dir).output().unwrap();
+        assert_eq!(out.status.code(), Some(2));
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains(reason),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
+/// Issue 34, item 7: with `umask 000`, what an offload leaves is owner-only: the directory it
+/// creates is 0700 and the file 0600; a directory others can enter (0777, 0755) is refused.
+#[test]
+fn under_umask_000_nothing_is_left_open_to_others() {
+    let root = private_dir();
+    let dir = root.path().join("made-by-lro");
+    let script = format!(
+        "umask 000 && printf '%s' \"$0\" | exec '{}' offload --threshold 10 --output-dir '{}' -",
+        env!("CARGO_BIN_EXE_lro"),
+        dir.display()
+    );
+    let run = || {
+        Command::new("sh")
+            .args(["-c", &script, &serde_json::to_string(&light(30)).unwrap()])
+            .output()
+            .unwrap()
+    };
+    let out = run();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let descriptor: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o7777;
+    assert_eq!(mode(&dir), 0o700);
+    let file = Path::new(descriptor["file_path"].as_str().unwrap());
+    assert_eq!(mode(file), 0o600);
+    for name in names(&dir) {
+        assert_eq!(mode(&dir.join(&name)), 0o600, "{name}");
+    }
+    // A directory others can enter is not used: there, with this umask, a file would be open
+    // to them from its creation until the host narrows it.
+    for (mode, reason) in [
+        (0o777, "writable by everyone (mode 777)"),
+        (0o755, "readable by everyone (mode 755)"),
+    ] {
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(mode)).unwrap();
+        let out = run();
+        let degraded: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert!(degraded["lro_warning"].as_str().unwrap().contains(reason), "{degraded}");
+        assert_eq!(names(&dir).len(), 1, "nothing more was written");
+    }
 }
 
 /// Defect 13: a directory another user owns is never used (a local user could pre-create the

@@ -8,12 +8,15 @@ use crate::common::*;
 use crate::robustness::*;
 use lro_host::{Config, Event, Operation, Outcome};
 
+/// Expired files are evicted, oldest first; files within the expiry they recorded never are.
 #[test]
-fn the_directory_stays_within_its_caps_evicting_the_oldest_first() {
+fn the_directory_stays_within_its_caps_evicting_expired_files_oldest_first() {
     let dir = private_dir();
     let (runtime, events) = with_events();
+    // ttl 0: each file has expired as soon as it is written, so each may be evicted.
     let config = Config {
         max_files: 5,
+        ttl_seconds: 0,
         ..config(dir.path(), 100)
     };
     let paths: Vec<String> = (0..12)
@@ -47,8 +50,47 @@ fn the_directory_stays_within_its_caps_evicting_the_oldest_first() {
         .collect();
     assert_eq!(evicted, by_ulid[..7]);
 
+    // A file still within its expiry is never evicted: the write degrades, naming the cap.
+    let promised = Config {
+        ttl_seconds: 3600,
+        ..config.clone()
+    };
+    let kept: Vec<String> = (0..5)
+        .map(|_| {
+            offloaded_path(
+                runtime
+                    .offload(&promised, &request(Operation::Recall, None, &light(20)))
+                    .unwrap(),
+            )
+        })
+        .collect();
+    let Outcome::Degraded(degraded) = runtime
+        .offload(&config, &request(Operation::Recall, None, &light(20)))
+        .unwrap()
+    else {
+        panic!("no room without deleting a file within its expiry")
+    };
+    assert!(
+        degraded
+            .warning
+            .contains("(max_files) is taken by files that have not expired"),
+        "{}",
+        degraded.warning
+    );
+    let mut left: Vec<String> = names_ending(dir.path(), ".jsonl")
+        .iter()
+        .map(|n| format!("{}/{n}", dir.path().display()))
+        .collect();
+    left.sort();
+    let mut kept_sorted = kept.clone();
+    kept_sorted.sort();
+    assert_eq!(left, kept_sorted);
+    let size = std::fs::metadata(&kept[0]).unwrap().len();
+    for path in &kept {
+        std::fs::remove_file(path).unwrap();
+    }
+
     // A byte cap of about three files keeps three; a result larger than the cap degrades.
-    let size = std::fs::metadata(&paths[11]).unwrap().len();
     let config = Config {
         max_files: 0,
         max_bytes: size * 3 + size / 2,
@@ -71,6 +113,194 @@ fn the_directory_stays_within_its_caps_evicting_the_oldest_first() {
         names_ending(dir.path(), ".jsonl").len(),
         3,
         "nothing evicted for a result that cannot fit"
+    );
+}
+
+// ---- processes sharing one directory (issue 34, item 3) -----------------------------------
+
+/// `lro --events offload --threshold 10 --output-dir DIR FLAGS... -` started in its own process,
+/// waiting for its records on stdin (it loads the component first).
+fn start_offload(dir: &Path, flags: &[&str]) -> std::process::Child {
+    lro()
+        .args(["--events", "offload", "--threshold", "10", "--output-dir"])
+        .arg(dir)
+        .args(flags)
+        .arg("-")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+/// Hands a started offload its records; returns what it printed (the result) and its events.
+fn finish_offload(
+    mut child: std::process::Child,
+    records: &[serde_json::Value],
+) -> (serde_json::Value, Vec<serde_json::Value>) {
+    use std::io::Write;
+    let mut stdin = child.stdin.take().unwrap();
+    stdin
+        .write_all(serde_json::to_string(records).unwrap().as_bytes())
+        .unwrap();
+    drop(stdin);
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(out.status.success(), "lro offload: {stderr}");
+    let events = stderr.lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
+    (serde_json::from_slice(&out.stdout).unwrap(), events)
+}
+
+fn offload_process(
+    dir: &Path,
+    flags: &[&str],
+    records: &[serde_json::Value],
+) -> (serde_json::Value, Vec<serde_json::Value>) {
+    finish_offload(start_offload(dir, flags), records)
+}
+
+fn now_ms() -> u64 {
+    u64::try_from(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_millis(),
+    )
+    .unwrap()
+}
+
+/// Two proxies on the default directory, one with `--ttl 3600`, the other with `--ttl 1` and
+/// `--max-files 2`: the short-lived one neither sweeps nor evicts the other's files before the
+/// expiry they recorded; when its own write cannot fit, it degrades, naming the cap.
+#[test]
+fn a_short_ttl_process_leaves_a_long_ttl_processs_files_alone() {
+    let dir = private_dir();
+    let (first, _) = offload_process(dir.path(), &["--ttl", "3600"], &light(20));
+    let (second, _) = offload_process(dir.path(), &["--ttl", "3600"], &light(21));
+    let kept: Vec<String> = [&first, &second]
+        .iter()
+        .map(|d| d["file_path"].as_str().unwrap().to_owned())
+        .collect();
+    // A sweeper whose own ttl has long passed for these files (as if minutes went by).
+    let later = lro_core::time::format_rfc3339_ms(now_ms() + 600_000);
+    let out = lro()
+        .args(["sweep", "--ttl", "1", "--now", &later, "--output-dir"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["deleted"], serde_json::json!([]), "{report}");
+    assert_eq!(report["kept"], 2);
+
+    // The real ttl of 1 s passes too, then a writer capped at two files comes along.
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    let (degraded, events) = offload_process(dir.path(), &["--ttl", "1", "--max-files", "2"], &light(22));
+    assert_eq!(degraded["truncated"], true, "{degraded}");
+    let warning = degraded["lro_warning"].as_str().unwrap();
+    assert!(warning.contains("(max_files)"), "{warning}");
+    assert!(
+        events
+            .iter()
+            .any(|e| e["event"] == "OffloadWriteFailed"
+                && e["error"].as_str().is_some_and(|m| m.contains("(max_files)"))),
+        "{events:?}"
+    );
+    assert!(!events.iter().any(|e| e["event"] == "OffloadFileEvicted"), "{events:?}");
+    for path in &kept {
+        assert!(Path::new(path).exists(), "{path} was deleted before its expiry");
+    }
+    assert_eq!(names_ending(dir.path(), ".jsonl").len(), 2);
+    assert!(names_ending(dir.path(), ".tmp").is_empty());
+
+    // Both are still extractable by the short-lived process.
+    let out = lro()
+        .args(["extract", &kept[0], "--recipe", "4", "--ttl", "1", "--output-dir"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(String::from_utf8(out.stdout).unwrap().lines().count(), 20);
+
+    // Its own expired file is evicted, oldest first, when the capped writer needs room.
+    let (own, _) = offload_process(dir.path(), &["--ttl", "1", "--max-files", "3"], &light(23));
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    let (fresh, events) = offload_process(dir.path(), &["--ttl", "1", "--max-files", "3"], &light(24));
+    assert_eq!(fresh["offloaded"], true, "{fresh}");
+    let evicted: Vec<&str> = events
+        .iter()
+        .filter(|e| e["event"] == "OffloadFileEvicted")
+        .filter_map(|e| e["path"].as_str())
+        .collect();
+    assert_eq!(evicted, [own["file_path"].as_str().unwrap()]);
+    for path in &kept {
+        assert!(Path::new(path).exists(), "{path} was evicted before its expiry");
+    }
+    let header: serde_json::Value =
+        serde_json::from_str(std::fs::read_to_string(&kept[0]).unwrap().lines().next().unwrap()).unwrap();
+    let created = lro_core::time::parse_rfc3339_ms(header["timestamp"].as_str().unwrap()).unwrap();
+    assert_eq!(
+        header["expires_at"],
+        lro_core::time::format_rfc3339_ms(created + 3_600_000),
+        "the header records the writer's promise"
+    );
+}
+
+/// Many processes at once, each capped at five files and N bytes: the directory never ends up
+/// holding more, whatever the interleaving, and no temporary is left behind.
+#[test]
+fn concurrent_processes_keep_the_directory_within_its_caps() {
+    const PROCESSES: usize = 40;
+    let dir = private_dir();
+    let size_of_one = {
+        let probe = private_dir();
+        let (d, _) = offload_process(probe.path(), &[], &light(30));
+        std::fs::metadata(d["file_path"].as_str().unwrap()).unwrap().len()
+    };
+    let max_bytes = size_of_one * 3 + size_of_one / 2;
+    let max_bytes_flag = max_bytes.to_string();
+    // Every process loads the component, then waits for its records: handing them over all at
+    // once makes the writes as simultaneous as they can be.
+    let children: Vec<_> = (0..PROCESSES)
+        .map(|i| {
+            // ttl 0: every file is expired at once, so each writer may evict all the others'.
+            let ttl = if i % 2 == 0 { "0" } else { "3600" };
+            start_offload(
+                dir.path(),
+                &["--ttl", ttl, "--max-files", "5", "--max-bytes", &max_bytes_flag],
+            )
+        })
+        .collect();
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    let records = light(30);
+    let threads: Vec<_> = children
+        .into_iter()
+        .map(|child| {
+            let records = records.clone();
+            std::thread::spawn(move || finish_offload(child, &records))
+        })
+        .collect();
+    let mut offloaded = 0;
+    for t in threads {
+        let (result, _) = t.join().unwrap();
+        if result["offloaded"] == true {
+            offloaded += 1;
+        } else {
+            assert_eq!(result["truncated"], true, "{result}");
+        }
+    }
+    assert!(offloaded >= 1, "at least the first writer fits");
+    let files = names_ending(dir.path(), ".jsonl");
+    let bytes: u64 = files
+        .iter()
+        .map(|n| std::fs::metadata(dir.path().join(n)).unwrap().len())
+        .sum();
+    assert!(files.len() <= 5, "{} files: {files:?}", files.len());
+    assert!(bytes <= max_bytes, "{bytes} bytes, over the cap of {max_bytes}");
+    assert!(names_ending(dir.path(), ".tmp").is_empty());
+    println!(
+        "{offloaded} of {PROCESSES} offloaded; {} files, {bytes} bytes left",
+        files.len()
     );
 }
 
