@@ -23,7 +23,7 @@ def rss_mb():
 
 def test_eight_threads_share_one_lro(wasm, tmp_path):
     lro = Lro(wasm)
-    # No storage caps: an eviction by one thread would delete a file another is checking.
+    # No storage caps: a write that does not fit under a cap degrades instead of offloading.
     cfg = lro.config(output_dir=str(tmp_path), threshold_tokens=100, max_files=0, max_bytes=0)
     lock = threading.Lock()
     done = [0]
