@@ -80,8 +80,9 @@ def main() -> None:
         as_text = {"operation": "recall", "query": "caching", "detail": "full", "records": text}
         as_objects = {**as_text, "records": records}
         for req in (as_text, as_objects):
-            if lro.offload(config, req)["kind"] != "offloaded":
-                raise SystemExit(f"{n} records were not offloaded")
+            outcome = lro.offload(config, req)
+            if outcome["kind"] != "offloaded":
+                raise SystemExit(f"{n} records were not offloaded ({outcome['kind']}): {outcome.get('warning', '')}")
             empty(out)
         sizes.append((n, records, as_text, as_objects))
 

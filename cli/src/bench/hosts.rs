@@ -227,7 +227,16 @@ pub fn section(
         std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o700))?;
         Ok(path)
     };
-    let (python_dir, node_dir) = (own_dir("python")?, own_dir("node")?);
+    let (python_dir, node_dir, rust_dir) = (own_dir("python")?, own_dir("node")?, own_dir("rust")?);
+    // The Rust host too: emptying the shared parent after each call deleted the scripts' own
+    // directories under them while they were offloading.
+    let rust_config = Config {
+        output_dir: rust_dir
+            .to_str()
+            .context("the bench directory must be UTF-8")?
+            .to_owned(),
+        ..config.clone()
+    };
     let mut python = Command::new(root.join(".venv/bin/python"));
     python
         .arg(root.join("tests/bench/hosts.py"))
@@ -255,7 +264,7 @@ pub fn section(
     // functions optimised only after some calls, and each host's kept instance grows its memory.
     let mut measured = Vec::new();
     for round in 0..=rounds {
-        let rust = rust_round(runtime, config, &tiny_req, &calls, &work, reps)?;
+        let rust = rust_round(runtime, &rust_config, &tiny_req, &calls, &rust_dir, reps)?;
         let (python, node) = (python.round(reps.0, reps.1)?, node.round(reps.0, reps.1)?);
         if round > 0 {
             measured.push(Round { rust, python, node });
