@@ -31,6 +31,7 @@ use std::borrow::Cow;
 use crate::jq::write_num;
 
 mod bytes;
+pub mod raw;
 mod split;
 pub use bytes::{is_ascii, lines, newline, quote_or_backslash};
 pub use split::{Element, split_array};
