@@ -528,7 +528,7 @@ fn offload_tool_reads_and_prints_call_tool_results() {
         stdout(&out) == github,
         "below the threshold the input is forwarded as it is"
     );
-    let image = std::fs::read_to_string(case.join("image_result/result.json")).unwrap();
+    let image = std::fs::read_to_string(case.join("image_only/result.json")).unwrap();
     let out = lro(
         &[
             "offload",

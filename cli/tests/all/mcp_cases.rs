@@ -35,13 +35,60 @@ fn parse_command(command: &str) -> (bool, String) {
     (slurp, program)
 }
 
+/// The members of a section path as the descriptor writes it: `data.rows` → ["data", "rows"],
+/// `files["a b"]` → ["files", "a b"].
+fn path_members(path: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut rest = path;
+    while !rest.is_empty() {
+        if let Some(quoted) = rest.strip_prefix('[') {
+            let mut values = serde_json::Deserializer::from_str(quoted).into_iter::<String>();
+            out.push(values.next().unwrap().unwrap());
+            rest = quoted[values.byte_offset()..].strip_prefix(']').unwrap();
+        } else {
+            let end = rest.find(['.', '[']).unwrap_or(rest.len());
+            out.push(rest[..end].to_owned());
+            rest = &rest[end..];
+        }
+        rest = rest.strip_prefix('.').unwrap_or(rest);
+    }
+    out
+}
+
+fn set_path(root: &mut Value, path: &str, value: Value) {
+    let members = path_members(path);
+    let mut at = root;
+    for (i, m) in members.iter().enumerate() {
+        if !at.is_object() {
+            *at = json!({});
+        }
+        let map = at.as_object_mut().unwrap();
+        if i + 1 == members.len() {
+            map.insert(m.clone(), value);
+            return;
+        }
+        at = map.entry(m.clone()).or_insert_with(|| json!({}));
+    }
+    *at = value;
+}
+
 fn check_generic(case: &str, dir: &Path, expected: &Value, original_data: &Value, descriptor: &Value) {
     assert_eq!(descriptor["offloaded"], true, "{case}");
     let inline = expected["inline"].as_object().unwrap();
     for (k, v) in inline {
         assert_eq!(&descriptor[k], v, "{case}: inline key {k}");
     }
-    let reserved = ["offloaded", "summary", "files", "schemas", "jq_recipes", "guidance"];
+    let reserved = [
+        "offloaded",
+        "summary",
+        "files",
+        "schemas",
+        "preview",
+        "jq_recipes",
+        "tokens",
+        "guidance",
+        "lro_warning",
+    ];
     let extra: Vec<&String> = descriptor
         .as_object()
         .unwrap()
@@ -49,10 +96,17 @@ fn check_generic(case: &str, dir: &Path, expected: &Value, original_data: &Value
         .filter(|k| !reserved.contains(&k.as_str()) && !inline.contains_key(*k))
         .collect();
     assert!(extra.is_empty(), "{case}: unexpected inline keys {extra:?}");
+    // One figure per thing: saved = what the result would cost - what the descriptor costs.
+    let tokens = &descriptor["tokens"];
+    assert_eq!(
+        tokens["saved"].as_i64().unwrap(),
+        tokens["result"].as_i64().unwrap() - tokens["descriptor"].as_i64().unwrap(),
+        "{case}"
+    );
 
-    let mut rebuilt = Map::new();
+    let mut rebuilt = Value::Object(Map::new());
     for (k, v) in inline {
-        rebuilt.insert(k.clone(), v.clone());
+        set_path(&mut rebuilt, k, v.clone());
     }
     let mut rebuilt_array = None;
     for (section, want) in expected["sections"].as_object().unwrap() {
@@ -70,10 +124,11 @@ fn check_generic(case: &str, dir: &Path, expected: &Value, original_data: &Value
             (Some("lro_header"), Some("generic"), Some(section.as_str()))
         );
         let lines = lines_of(path);
-        assert_eq!(
-            descriptor["summary"][section]["count"], want["count"],
-            "{case}/{section}"
-        );
+        let summary = &descriptor["summary"][section];
+        assert_eq!(summary["count"], want["count"], "{case}/{section}");
+        if let Some(shape) = want.get("shape") {
+            assert_eq!(&summary["shape"], shape, "{case}/{section}");
+        }
         assert_eq!(lines.len() as u64, want["count"].as_u64().unwrap());
         let schema = &descriptor["schemas"][section]["line_schema"];
         match &want["types"] {
@@ -91,10 +146,10 @@ fn check_generic(case: &str, dir: &Path, expected: &Value, original_data: &Value
         if let Some(required) = want.get("required") {
             assert_eq!(&schema["required"], required, "{case}/{section}");
         }
-        match (section.as_str(), original_data) {
+        match (summary["shape"].as_str().unwrap(), original_data) {
             ("other", _) => {
                 for line in lines {
-                    rebuilt.insert(line["key"].as_str().unwrap().to_owned(), line["value"].clone());
+                    set_path(&mut rebuilt, line["key"].as_str().unwrap(), line["value"].clone());
                 }
             }
             ("lines", Value::String(_)) => {
@@ -106,13 +161,25 @@ fn check_generic(case: &str, dir: &Path, expected: &Value, original_data: &Value
                         .join("\n"),
                 ))
             }
-            (_, Value::Array(_)) => rebuilt_array = Some(Value::Array(lines)),
-            _ => {
-                rebuilt.insert(section.clone(), Value::Array(lines));
+            ("entries", _) => {
+                let map: Map<String, Value> = lines
+                    .into_iter()
+                    .map(|l| (l["key"].as_str().unwrap().to_owned(), l["value"].clone()))
+                    .collect();
+                set_path(&mut rebuilt, section, Value::Object(map));
             }
+            ("table", _) => {
+                let rows = lines
+                    .into_iter()
+                    .map(|l| Value::Array(l.as_object().unwrap().values().cloned().collect()))
+                    .collect();
+                set_path(&mut rebuilt, section, Value::Array(rows));
+            }
+            (_, Value::Array(_)) => rebuilt_array = Some(Value::Array(lines)),
+            _ => set_path(&mut rebuilt, section, Value::Array(lines)),
         }
     }
-    let rebuilt = rebuilt_array.unwrap_or(Value::Object(rebuilt));
+    let rebuilt = rebuilt_array.unwrap_or(rebuilt);
     assert_eq!(
         norm(rebuilt),
         norm(original_data.clone()),
@@ -138,9 +205,11 @@ fn check_generic(case: &str, dir: &Path, expected: &Value, original_data: &Value
         .values()
         .map(|v| v.as_str().unwrap())
         .collect();
+    let mut answers = std::collections::HashMap::new();
     for (name, command) in descriptor["jq_recipes"].as_object().unwrap() {
         let command = command.as_str().unwrap();
         let jq_values = shell_jq(command, false);
+        answers.insert(name.clone(), jq_values.clone());
         let (slurp, program) = parse_command(command);
         let file = files.iter().find(|f| command.contains(*f)).unwrap();
         // Through the `lro extract` command, as a user (or a host's test) runs it.
@@ -164,10 +233,24 @@ fn check_generic(case: &str, dir: &Path, expected: &Value, original_data: &Value
             .map(|v| norm(v.unwrap()))
             .collect();
         assert_eq!(ours, jq_values, "{case}: recipe {name}");
-        assert!(
-            !ours.is_empty() || name.starts_with("search_"),
-            "{case}: recipe {name} found nothing"
-        );
+        assert!(!ours.is_empty(), "{case}: recipe {name} found nothing");
+    }
+    // The same recipes as the guidance prints them for `lro_extract`, called exactly so.
+    let guidance = descriptor["guidance"].as_str().unwrap();
+    let printed = printed_calls(guidance);
+    assert_eq!(printed.len(), answers.len(), "{case}: {guidance}");
+    let mut extract = config(dir, 1_000_000);
+    extract.extract_tool = true;
+    for (name, arguments) in printed {
+        let out = RUNTIME
+            .call_tool(&extract, &arguments.to_string())
+            .unwrap_or_else(|e| panic!("{case}: {name} as printed: {e:?}"));
+        let ours: Vec<Value> = out
+            .values
+            .iter()
+            .map(|v| norm(serde_json::from_str(v).unwrap()))
+            .collect();
+        assert_eq!(Some(&ours), answers.get(&name), "{case}: {name} as printed");
     }
 }
 
@@ -195,7 +278,9 @@ fn every_fixture_gives_its_expected_outcome_above_and_below_its_threshold() {
         };
         let dir = crate::common::tempdir().unwrap();
         let threshold = call["threshold"].as_u64().unwrap() as u32;
-        let outcome = RUNTIME.intercept(&config(dir.path(), threshold), &tool_call).unwrap();
+        let mut settings = config(dir.path(), threshold);
+        settings.extract_tool = true;
+        let outcome = RUNTIME.intercept(&settings, &tool_call).unwrap();
         match (expected["outcome"].as_str().unwrap(), outcome) {
             ("unchanged", ToolOutcome::Unchanged(u)) => {
                 assert_eq!(reason_name(u.reason), expected["reason"], "{case}");
@@ -212,11 +297,15 @@ fn every_fixture_gives_its_expected_outcome_above_and_below_its_threshold() {
                     }
                 }
                 let content = new["content"].as_array().unwrap();
-                assert_eq!(
-                    (content.len(), content[0]["type"].as_str()),
-                    (1, Some("text")),
-                    "{case}"
-                );
+                assert_eq!(content[0]["type"].as_str(), Some("text"), "{case}");
+                // Images, audio, links and resources stay, after the descriptor, as sent.
+                let kept: Vec<&Value> = original["content"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .filter(|c| c["type"] != "text")
+                    .collect();
+                assert_eq!(content[1..].iter().collect::<Vec<_>>(), kept, "{case}");
                 let descriptor: Value = serde_json::from_str(content[0]["text"].as_str().unwrap()).unwrap();
                 match original.get("structuredContent").and_then(Value::as_object) {
                     // A single-key wrapper of text stays one, holding the descriptor's text,
@@ -251,7 +340,14 @@ fn every_fixture_gives_its_expected_outcome_above_and_below_its_threshold() {
                             }
                             Some(v) => v.clone(),
                             None => {
-                                let text = original["content"][0]["text"].as_str().unwrap();
+                                let texts: Vec<&str> = original["content"]
+                                    .as_array()
+                                    .unwrap()
+                                    .iter()
+                                    .filter_map(|c| c["text"].as_str())
+                                    .collect();
+                                let text = texts.join("\n");
+                                let text = text.as_str();
                                 serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.to_owned()))
                             }
                         };

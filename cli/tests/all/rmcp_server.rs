@@ -40,24 +40,6 @@ async fn call(
     client.peer().call_tool(params).await.expect("a result")
 }
 
-/// The arguments of the `lro_extract(key=value, ...)` call the guidance prints (JSON values).
-fn printed_call(guidance: &str) -> Value {
-    let start = guidance.find("lro_extract(").expect("the guidance shows a call") + "lro_extract(".len();
-    let mut rest = &guidance[start..];
-    let mut arguments = serde_json::Map::new();
-    while let Some((key, after)) = rest.split_once('=') {
-        let mut values = serde_json::Deserializer::from_str(after).into_iter::<Value>();
-        let value = values.next().expect("a JSON value").expect("a JSON value");
-        arguments.insert(key.trim().to_owned(), value);
-        rest = &after[values.byte_offset()..];
-        match rest.strip_prefix(", ") {
-            Some(next) => rest = next,
-            None => break,
-        }
-    }
-    Value::Object(arguments)
-}
-
 fn text(result: &rmcp::model::CallToolResult) -> String {
     result.content[0].as_text().expect("a text block").text.clone()
 }
@@ -101,13 +83,20 @@ async fn the_example_server_offloads_lists_lro_extract_and_answers_its_guidance(
         .collect();
     assert_eq!(lines, example::notes(300), "the file holds the result");
 
-    // The model's next call, exactly as the guidance prints it.
+    // The model's next calls, exactly as the guidance prints them.
     let guidance = descriptor["guidance"].as_str().unwrap();
-    let printed = printed_call(guidance);
-    assert_eq!(printed["file_path"], json!(file), "{guidance}");
-    let answered = call(&client, "lro_extract", printed).await;
-    assert_ne!(answered.is_error, Some(true), "{}", text(&answered));
-    assert!(text(&answered).contains("\"note-0000\""), "{}", text(&answered));
+    let printed = common::printed_calls(guidance);
+    assert!(printed.len() >= 2, "{guidance}");
+    for (name, arguments) in printed {
+        assert_eq!(arguments["file_path"], json!(file), "{guidance}");
+        let answered = call(&client, "lro_extract", arguments).await;
+        assert_ne!(answered.is_error, Some(true), "{name}: {}", text(&answered));
+        match name.as_str() {
+            "count_notes" => assert_eq!(text(&answered), "300"),
+            "first_10_notes" => assert!(text(&answered).contains("\"note-0000\""), "{}", text(&answered)),
+            _ => assert!(!text(&answered).is_empty(), "{name}"),
+        }
+    }
     let counted = call(
         &client,
         "lro_extract",

@@ -4,7 +4,7 @@
 
 use serde_json::{Map, Value};
 
-use super::sdk::replace;
+use super::sdk::{Members, replace};
 use super::{PassReason, ToolOutcome};
 use crate::offload::{self, Request};
 use crate::{Config, Detail, Error, Event, Operation, Outcome};
@@ -44,7 +44,8 @@ pub(super) fn memory(
     arguments: &Map<String, Value>,
     records: String,
     text: &str,
-    result: &mut Map<String, Value>,
+    result: &Members<'_>,
+    kept: &[&str],
     tokens: u32,
     emit: &mut dyn FnMut(Event),
 ) -> Result<ToolOutcome, Error> {
@@ -61,23 +62,15 @@ pub(super) fn memory(
     };
     // The decision was made on what the model would read; the descriptor carries that estimate.
     match offload::offload_estimated(config, &request, Some(tokens), emit)? {
-        Outcome::Offloaded { descriptor, path, .. } => {
-            let value: Value =
-                crate::json_text::parse(&descriptor, super::RESULT_DEPTH).expect("the descriptor is JSON");
-            Ok(ToolOutcome::Offloaded {
-                result: replace(result, &descriptor, value),
-                files: vec![path],
-                tokens,
-            })
-        }
-        Outcome::Degraded { payload, warning, .. } => {
-            // The leading records, each nested at most `jq::MAX_DEPTH` levels, in an object.
-            let value: Value = crate::json_text::parse(&payload, super::RESULT_DEPTH).expect("the payload is JSON");
-            Ok(ToolOutcome::Degraded {
-                result: replace(result, &payload, value),
-                warning,
-            })
-        }
+        Outcome::Offloaded { descriptor, path, .. } => Ok(ToolOutcome::Offloaded {
+            result: replace(result, kept, &descriptor, &descriptor),
+            files: vec![path],
+            tokens,
+        }),
+        Outcome::Degraded { payload, warning, .. } => Ok(ToolOutcome::Degraded {
+            result: replace(result, kept, &payload, &payload),
+            warning,
+        }),
         // Not reached: the estimate given is over the threshold. Forwarding the original is
         // the safe answer should that ever change.
         Outcome::Inline { .. } => Ok(ToolOutcome::Unchanged {

@@ -17,11 +17,13 @@ mod recipes;
 mod schema;
 mod sdk;
 mod sections;
+mod text;
 
 use serde_json::{Map, Value};
 
 use crate::estimate::Counts;
 use crate::json_text::parse;
+use crate::json_text::raw::{elements, minify};
 use crate::{Config, Error, Event, Operation, TypeName};
 
 /// The deepest JSON the MCP level reads (a result, its text content, its arguments): records
@@ -32,11 +34,9 @@ use crate::{Config, Error, Event, Operation, TypeName};
 pub const RESULT_DEPTH: usize = crate::jq::MAX_DEPTH + 8;
 
 pub use descriptor::DESCRIPTOR_BUDGET;
-use descriptor::estimate_value;
 use memory::{memory, memory_operation, memory_records};
 pub use recipes::recipe_command;
-pub use schema::infer_schema;
-use sdk::{Data, data_of};
+use sdk::{Data, Members, data_of, wraps_text};
 use sections::generic;
 pub use sections::sanitize;
 
@@ -116,16 +116,7 @@ pub enum ToolOutcome {
 /// Intercepts one tool result.
 pub fn intercept(config: &Config, call: &ToolCall<'_>, emit: &mut dyn FnMut(Event)) -> Result<ToolOutcome, Error> {
     config.validate()?;
-    let mut result: Map<String, Value> = match parse(call.result, RESULT_DEPTH) {
-        Ok(Value::Object(map)) => map,
-        Ok(other) => {
-            return Err(Error::InvalidInput(format!(
-                "result must be a CallToolResult object, got {}",
-                TypeName(&other)
-            )));
-        }
-        Err(e) => return Err(Error::InvalidInput(format!("result is {e}"))),
-    };
+    let result = Members::read(call.result)?;
     let arguments = match parse(call.arguments, RESULT_DEPTH) {
         Ok(Value::Object(map)) => map,
         Ok(Value::Null) => Map::new(),
@@ -147,36 +138,60 @@ pub fn intercept(config: &Config, call: &ToolCall<'_>, emit: &mut dyn FnMut(Even
         .and_then(|t| t.threshold_tokens)
         .unwrap_or(config.threshold_tokens);
 
-    let content = match result.get("content") {
-        None | Some(Value::Null) => Vec::new(),
-        Some(Value::Array(items)) => items.clone(),
-        Some(other) => {
-            return Err(Error::InvalidInput(format!(
-                "result.content must be an array, got {}",
-                TypeName(other)
-            )));
-        }
+    // Each block as sent, and parsed: text blocks are read, the others kept as they are.
+    let content: Vec<(&str, Value)> = match result.get("content") {
+        None => Vec::new(),
+        Some(raw) => match elements(raw) {
+            Some(items) => items
+                .into_iter()
+                .map(|item| {
+                    Ok((
+                        item,
+                        parse::<Value>(item, RESULT_DEPTH)
+                            .map_err(|e| Error::InvalidInput(format!("result.content is {e}")))?,
+                    ))
+                })
+                .collect::<Result<_, Error>>()?,
+            None => {
+                let value: Value = serde_json::from_str(raw).unwrap_or_default();
+                return Err(Error::InvalidInput(format!(
+                    "result.content must be an array, got {}",
+                    TypeName(&value)
+                )));
+            }
+        },
+    };
+    let is_text = |c: &Value| {
+        c.get("type").and_then(Value::as_str) == Some("text") && c.get("text").is_some_and(Value::is_string)
     };
     let blocks: Vec<&str> = content
         .iter()
-        .filter_map(|c| c.get("text").and_then(Value::as_str))
+        .filter(|(_, c)| is_text(c))
+        .filter_map(|(_, c)| c.get("text").and_then(Value::as_str))
+        .collect();
+    // Images, audio, links and resources are forwarded as sent, after the descriptor.
+    let kept: Vec<&str> = content
+        .iter()
+        .filter(|(_, c)| !is_text(c))
+        .map(|(raw, _)| *raw)
         .collect();
     let text = blocks.join("\n");
-    // One estimate, of what the model reads: the text content, or the structured content when
-    // there is no text. The decision and the descriptor both carry it.
-    let structured = result.get("structuredContent").filter(|v| !v.is_null());
-    let mut tokens = match (blocks.is_empty(), structured) {
-        (true, Some(value)) => estimate_value(value),
-        _ => Counts::of(&text).tokens(),
+    // One estimate, of what the model may read: the text content, or the structured content
+    // when that is larger (clients show one or the other). The decision and the descriptor both
+    // carry it.
+    let structured = result.get("structuredContent");
+    let text_tokens = Counts::of(&text).tokens();
+    let mut tokens = match structured {
+        // A single-key wrapper of the text (the reference servers') costs what the text does.
+        Some(raw) if !blocks.is_empty() && wraps_text(raw) => text_tokens,
+        Some(raw) => text_tokens.max(Counts::of(&minify(raw)).tokens()),
+        None => text_tokens,
     };
     let unchanged = |reason, tokens| Ok(ToolOutcome::Unchanged { reason, tokens });
-    if result.get("isError").and_then(Value::as_bool) == Some(true) {
+    if result.get("isError").is_some_and(|v| v.trim() == "true") {
         return unchanged(PassReason::ErrorResult, tokens);
     }
-    if content
-        .iter()
-        .any(|c| c.get("type").and_then(Value::as_str) != Some("text"))
-    {
+    if blocks.is_empty() && structured.is_none() && !kept.is_empty() {
         return unchanged(PassReason::NonTextContent, tokens);
     }
     if meta.as_ref().is_some_and(proxied) {
@@ -193,13 +208,12 @@ pub fn intercept(config: &Config, call: &ToolCall<'_>, emit: &mut dyn FnMut(Even
         // inject_context decides on the pre-budget records (spec), not on the budgeted text the
         // model would read; without records there is nothing to offload.
         let found = data_of(structured, &blocks, &text)?;
-        match &found {
-            Data::Json(value) if let Some(records) = memory_records(value) => {
-                let records = serde_json::to_string(records).map_err(|e| Error::InvalidInput(e.to_string()))?;
+        match memory_records_of(&found)? {
+            Some(records) => {
                 tokens = Counts::of(&records).tokens();
                 inject_records = Some(records);
             }
-            _ => return unchanged(PassReason::BudgetedText, tokens),
+            None => return unchanged(PassReason::BudgetedText, tokens),
         }
         data = Some(found);
     }
@@ -216,25 +230,25 @@ pub fn intercept(config: &Config, call: &ToolCall<'_>, emit: &mut dyn FnMut(Even
         Some(data) => data,
         None => data_of(structured, &blocks, &text)?,
     };
-    if let (Some(operation), Data::Json(value)) = (operation, &data)
-        && let Some(records) = memory_records(value)
-    {
+    if let Some(operation) = operation {
         let records = match inject_records {
-            Some(text) => text,
-            None => serde_json::to_string(records).map_err(|e| Error::InvalidInput(e.to_string()))?,
+            Some(records) => Some(records),
+            None => memory_records_of(&data)?,
         };
-        return memory(
-            &config,
-            operation,
-            &arguments,
-            records,
-            &text,
-            &mut result,
-            tokens,
-            emit,
-        );
+        if let Some(records) = records {
+            return memory(
+                &config, operation, &arguments, records, &text, &result, &kept, tokens, emit,
+            );
+        }
     }
-    generic(&config, call.tool, settings, data, &mut result, tokens, emit)
+    generic(&config, call.tool, settings, data, &result, &kept, tokens, emit)
+}
+
+/// The JSON text of a memory tool's records, when its data holds memories.
+fn memory_records_of(data: &Data<'_>) -> Result<Option<String>, Error> {
+    let Data::Json(raw) = data else { return Ok(None) };
+    let value: Value = parse(raw, RESULT_DEPTH).map_err(|e| Error::InvalidInput(format!("result is {e}")))?;
+    Ok(memory_records(&value).map(|records| Value::Array(records.clone()).to_string()))
 }
 
 /// Rewrites a `tools/list` result's `tools` array (the WIT `rewrite-tools`): no `outputSchema`

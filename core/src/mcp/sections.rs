@@ -1,37 +1,85 @@
-//! The generic profile: any tool's data split into sections (the large arrays; the small values
-//! stay inline in the descriptor, the rest joins an `other` section), each section written to
-//! its own JSONL file, all or none; when writing fails, the truncated fallback.
+//! The generic profile: any tool's data split into sections, each written to its own JSONL
+//! file, all or none; when writing fails, the truncated fallback.
+//!
+//! The shape rules (docs/FORMAT.md quotes them):
+//! - A JSON array is one section, `results`: one element per line.
+//! - A JSON object is walked from the top. A member that is a large array (at least
+//!   [`SECTION_MIN_TOKENS`]) becomes a section named by its path (`items`, `data.rows`,
+//!   `hits.hits`), one element per line; beside a `columns` array of names, an array of arrays
+//!   (`rows`) is a table, each row a line keyed by the column names. A large object of at least
+//!   [`KEYED_MIN_MEMBERS`] members of one kind, none holding half of it, is keyed by name
+//!   (`{"src/a.rs": {...}, ...}`) and becomes a section of `{"key": ..., "value": ...}` lines (jq's
+//!   `to_entries` form). Any other large object is walked into, [`MAX_WALK`] levels at most. Small
+//!   values (`total`, `success`, cursors, `pageInfo`) stay inline in the descriptor under their
+//!   path, up to [`INLINE_BUDGET`] tokens in all; everything else is a line of the `other`
+//!   section, `{"key": path, "value": ...}`, so nothing is left out.
+//! - Text is read for what it is (see `text`): a Python literal is walked as JSON; NDJSON, CSV,
+//!   TSV, Markdown tables and blocks (`git log`) become one record per line, and anything else
+//!   one line per line of text.
+//! - Every value is written exactly as sent: elements and members are copied as text, only the
+//!   whitespace between tokens removed.
 
 use std::collections::HashSet;
 
-use serde_json::{Map, Value, json};
+use serde_json::json;
 use ulid::Ulid;
 
-use super::descriptor::{estimate_value, generic_descriptor};
-use super::sdk::{Data, replace};
+use super::descriptor::generic_descriptor;
+use super::schema::Profile;
+use super::sdk::{Data, Members, replace};
+use super::text::{TextKind, read_text};
 use super::{ToolOutcome, ToolSettings};
 use crate::estimate::Counts;
-use crate::offload;
+use crate::json_text::raw::{Kind, elements, kind, members, minify};
 use crate::time::format_rfc3339_ms;
-use crate::{Config, Error, Event};
+use crate::{Config, Error, Event, json_string, offload};
 
-/// The most sections one result is split into; beyond it, small arrays join the `other` section.
+/// The most sections one result is split into; beyond it, the smaller arrays join `other`.
 const MAX_SECTIONS: usize = 4;
-/// An array of at least this many estimated tokens becomes a section of its own.
-const SECTION_MIN_TOKENS: u32 = 100;
-/// Scalar values up to this size are kept in the descriptor, up to `INLINE_BUDGET` in all.
+/// An array (or keyed object) of at least this many estimated tokens becomes a section.
+pub(super) const SECTION_MIN_TOKENS: u32 = 100;
+/// A keyed object has at least this many members.
+const KEYED_MIN_MEMBERS: usize = 20;
+/// How many levels of objects the walk goes into looking for records.
+const MAX_WALK: usize = 8;
+/// Values up to this size are kept in the descriptor, up to `INLINE_BUDGET` in all.
 const INLINE_MAX_TOKENS: u32 = 40;
 const INLINE_BUDGET: u32 = 150;
-/// Descriptor keys an inline key may not take.
-const RESERVED: [&str; 6] = ["offloaded", "summary", "files", "schemas", "jq_recipes", "guidance"];
+/// Descriptor keys an inline value may not take.
+pub(super) const RESERVED: [&str; 9] = [
+    "offloaded",
+    "summary",
+    "files",
+    "schemas",
+    "preview",
+    "jq_recipes",
+    "tokens",
+    "guidance",
+    "lro_warning",
+];
 
 /// One file's worth of the data.
 pub(super) struct Section {
-    /// The member of the result object it holds; `lines` for text, `results` for an array, and
-    /// `other` (or `other_keys`) for the members no section took.
+    /// Its name in the descriptor: its path in the data (`data.rows`), or `results` (the data
+    /// is an array), `entries` (the data is keyed by name), `rows`, `records` or `lines` (text),
+    /// `other` (the members no section took).
     pub(super) key: String,
-    /// One JSON value per line of the file.
-    pub(super) lines: Vec<Value>,
+    /// Its path in the original data as jq writes it (`.data.rows`, `.` for the data itself);
+    /// none for text and for `other`.
+    pub(super) path: Option<String>,
+    /// How its lines were made: `elements`, `entries`, `table`, `other`, or the kind of text.
+    pub(super) shape: &'static str,
+    /// One compact JSON text per line of the file.
+    pub(super) lines: Vec<String>,
+}
+
+/// The data split up: what stays in the descriptor, and the sections.
+pub(super) struct Split {
+    /// Small values by path, as compact JSON text exactly as sent.
+    pub(super) inline: Vec<(String, String)>,
+    pub(super) sections: Vec<Section>,
+    /// What the descriptor must warn about (a `sections` setting naming nothing).
+    pub(super) warnings: Vec<String>,
 }
 
 /// `[a-z0-9_]`, for file names and recipe names.
@@ -53,100 +101,296 @@ pub fn sanitize(name: &str, max: usize) -> String {
     out
 }
 
-/// Splits the data into inline keys and sections.
-fn split(data: Data, settings: Option<&ToolSettings>) -> (Map<String, Value>, Vec<Section>) {
-    let object = match data {
-        Data::Text(text) => {
-            let lines = text
-                .lines()
-                .enumerate()
-                .map(|(i, l)| json!({"n": i + 1, "text": l}))
-                .collect();
-            return (
-                Map::new(),
-                vec![Section {
-                    key: "lines".into(),
-                    lines,
-                }],
-            );
-        }
-        Data::Json(Value::Array(items)) => {
-            return (
-                Map::new(),
-                vec![Section {
-                    key: "results".into(),
-                    lines: items,
-                }],
-            );
-        }
-        Data::Json(Value::Object(map)) => map,
-        Data::Json(other) => {
-            return (
-                Map::new(),
-                vec![Section {
-                    key: "results".into(),
-                    lines: vec![other],
-                }],
-            );
-        }
-    };
-    let chosen: Option<HashSet<&str>> = settings
-        .and_then(|s| s.sections.as_ref())
-        .map(|s| s.iter().map(String::as_str).collect());
-    let wanted_inline: Option<HashSet<&str>> = settings
-        .and_then(|s| s.inline_keys.as_ref())
-        .map(|s| s.iter().map(String::as_str).collect());
+/// A member's path below `prefix`: `data.rows`, `data["odd key"]`.
+fn join(prefix: &str, key: &str) -> String {
+    let plain = key.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+    match (prefix.is_empty(), plain) {
+        (true, true) => key.to_owned(),
+        (false, true) => format!("{prefix}.{key}"),
+        (_, false) => format!("{prefix}[{}]", json_string(key)),
+    }
+}
 
-    let mut arrays: Vec<(String, Vec<Value>, u32)> = Vec::new();
-    let mut inline = Map::new();
-    let mut other = Vec::new();
-    let mut inline_used = 0;
-    for (key, value) in object {
-        let size = estimate_value(&value);
-        let is_section = match &chosen {
-            Some(keys) => keys.contains(key.as_str()) && value.is_array(),
-            None => value.is_array() && size >= SECTION_MIN_TOKENS,
-        };
-        if is_section {
-            let Value::Array(items) = value else {
-                unreachable!("checked above")
-            };
-            arrays.push((key, items, size));
-            continue;
-        }
-        let inline_ok = match &wanted_inline {
-            Some(keys) => keys.contains(key.as_str()),
-            None => {
-                !value.is_array()
-                    && !value.is_object()
-                    && size <= INLINE_MAX_TOKENS
-                    && inline_used + size <= INLINE_BUDGET
+/// The jq path of a section path: `data.rows` → `.data.rows`, `["a b"]` → `.["a b"]`.
+fn jq_path(path: &str) -> String {
+    match path {
+        "" => ".".into(),
+        p if p.starts_with('[') => format!(".{p}"),
+        p => format!(".{p}"),
+    }
+}
+
+/// True when an object's members are records keyed by name: many of one kind, none dominant.
+fn keyed(members: &[(String, &str)], size: usize) -> bool {
+    if members.len() < KEYED_MIN_MEMBERS {
+        return false;
+    }
+    let first = kind(members[0].1);
+    let same = members.iter().filter(|(_, v)| kind(v) == first).count();
+    same * 10 >= members.len() * 9 && members.iter().all(|(_, v)| v.len() * 2 <= size)
+}
+
+/// The names of a table's columns: the `columns` member, when it is an array of strings and
+/// `rows` an array of arrays.
+fn table_columns(members: &[(String, &str)]) -> Option<Vec<String>> {
+    let get = |name: &str| members.iter().find(|(k, _)| k == name).map(|(_, v)| *v);
+    let rows = elements(get("rows")?)?;
+    if rows.is_empty() || !rows.iter().all(|r| kind(r) == Kind::Array) {
+        return None;
+    }
+    elements(get("columns")?)?
+        .into_iter()
+        .map(|c| {
+            if kind(c) == Kind::String {
+                serde_json::from_str(c).ok()
+            } else {
+                None
             }
-        };
-        if inline_ok && !RESERVED.contains(&key.as_str()) {
-            inline_used += size;
-            inline.insert(key, value);
-        } else {
-            other.push(json!({"key": key, "value": value}));
+        })
+        .collect()
+}
+
+/// One row of a table as an object keyed by the column names (`column_N` past them).
+fn table_row(columns: &[String], row: &str) -> String {
+    let cells = elements(row).unwrap_or_default();
+    let mut out = String::from("{");
+    for (i, cell) in cells.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        let name = columns.get(i).cloned().unwrap_or_else(|| format!("column_{}", i + 1));
+        out.push_str(&json_string(&name));
+        out.push(':');
+        out.push_str(&minify(cell));
+    }
+    out.push('}');
+    out
+}
+
+fn entry_line(key: &str, value: &str) -> String {
+    format!("{{\"key\":{},\"value\":{}}}", json_string(key), minify(value))
+}
+
+/// The walk over an object, collecting sections, inline values and the rest.
+struct Walk<'s> {
+    chosen: Option<&'s [String]>,
+    inline_keys: Option<&'s [String]>,
+    inline: Vec<(String, String)>,
+    inline_used: u32,
+    /// Sections found, with their size.
+    found: Vec<(Section, u32)>,
+    /// The rest, by path, as compact text.
+    other: Vec<(String, String)>,
+}
+
+impl Walk<'_> {
+    fn visit(&mut self, raw: &str, prefix: &str, depth: usize) {
+        let Some(members) = members(raw) else { return };
+        let columns = table_columns(&members);
+        for (key, value) in &members {
+            let path = join(prefix, key);
+            let size = Counts::of(value).tokens();
+            // Inline, the path is shown too.
+            let inline_size = size + Counts::of(&path).tokens() + 1;
+            let value_kind = kind(value);
+            let container = matches!(value_kind, Kind::Array | Kind::Object);
+            let section = match self.chosen {
+                Some(chosen) => container && chosen.contains(&path),
+                None => container && size >= SECTION_MIN_TOKENS,
+            };
+            if section {
+                match value_kind {
+                    Kind::Array => {
+                        let table = columns.as_ref().filter(|_| key == "rows");
+                        let lines: Vec<String> = match table {
+                            Some(columns) => elements(value)
+                                .unwrap_or_default()
+                                .into_iter()
+                                .map(|row| table_row(columns, row))
+                                .collect(),
+                            None => elements(value)
+                                .unwrap_or_default()
+                                .into_iter()
+                                .map(|e| minify(e).into_owned())
+                                .collect(),
+                        };
+                        let shape = if table.is_some() { "table" } else { "elements" };
+                        self.found.push((section_at(&path, shape, lines), size));
+                        continue;
+                    }
+                    _ => {
+                        let inner = members_of(value);
+                        let wanted = self.chosen.is_some();
+                        if wanted || keyed(&inner, value.len()) {
+                            let lines = inner.iter().map(|(k, v)| entry_line(k, v)).collect();
+                            self.found.push((section_at(&path, "entries", lines), size));
+                            continue;
+                        }
+                    }
+                }
+            }
+            let walk_into = value_kind == Kind::Object
+                && depth < MAX_WALK
+                && match self.chosen {
+                    Some(chosen) => chosen
+                        .iter()
+                        .any(|c| c.starts_with(&format!("{path}.")) || c.starts_with(&format!("{path}["))),
+                    None => size >= SECTION_MIN_TOKENS,
+                };
+            if walk_into {
+                self.visit(value, &path, depth + 1);
+                continue;
+            }
+            self.leaf(path, value, inline_size);
         }
     }
-    // Keep the largest arrays as sections; the rest joins `other`, so nothing is left out.
-    let room = if other.is_empty() {
+
+    /// A value no section took: inline when small enough (`size` counts its path too).
+    fn leaf(&mut self, path: String, value: &str, size: u32) {
+        let inline = match self.inline_keys {
+            Some(keys) => keys.contains(&path),
+            None => size <= INLINE_MAX_TOKENS && self.inline_used + size <= INLINE_BUDGET,
+        };
+        if inline && !RESERVED.contains(&path.as_str()) {
+            self.inline_used += size;
+            self.inline.push((path, minify(value).into_owned()));
+        } else {
+            self.other.push((path, minify(value).into_owned()));
+        }
+    }
+}
+
+fn members_of(raw: &str) -> Vec<(String, &str)> {
+    members(raw).unwrap_or_default()
+}
+
+fn section_at(path: &str, shape: &'static str, lines: Vec<String>) -> Section {
+    Section {
+        key: path.to_owned(),
+        path: Some(jq_path(path)),
+        shape,
+        lines,
+    }
+}
+
+/// Splits the data into inline values and sections.
+pub(super) fn split(data: &Data<'_>, settings: Option<&ToolSettings>) -> Split {
+    match data {
+        Data::Json(raw) => split_json(raw, settings),
+        Data::Text(text) => {
+            let read = read_text(text);
+            if read.kind == TextKind::Python {
+                return split_json(&read.json, settings);
+            }
+            let key = match read.kind {
+                TextKind::Csv | TextKind::Tsv | TextKind::Markdown => "rows",
+                TextKind::Ndjson | TextKind::Blocks => "records",
+                _ => "lines",
+            };
+            let mut split = Split {
+                inline: Vec::new(),
+                sections: vec![Section {
+                    key: key.into(),
+                    path: None,
+                    shape: read.kind.name(),
+                    lines: read.records,
+                }],
+                warnings: Vec::new(),
+            };
+            if !read.rest.is_empty() {
+                let rest: Vec<&str> = read.rest.iter().map(|(_, l)| l.as_str()).collect();
+                let joined = rest.join("\n");
+                if Counts::of(&joined).tokens() <= INLINE_BUDGET {
+                    split.inline.push(("text".into(), json_string(&joined)));
+                } else {
+                    split.sections.push(Section {
+                        key: "lines".into(),
+                        path: None,
+                        shape: "lines",
+                        lines: read
+                            .rest
+                            .iter()
+                            .map(|(n, l)| json!({"n": n, "text": l}).to_string())
+                            .collect(),
+                    });
+                }
+            }
+            split
+        }
+    }
+}
+
+fn split_json(raw: &str, settings: Option<&ToolSettings>) -> Split {
+    let chosen = settings.and_then(|s| s.sections.as_deref());
+    let mut walk = Walk {
+        chosen,
+        inline_keys: settings.and_then(|s| s.inline_keys.as_deref()),
+        inline: Vec::new(),
+        inline_used: 0,
+        found: Vec::new(),
+        other: Vec::new(),
+    };
+    match kind(raw) {
+        Kind::Object => {
+            let top = members_of(raw);
+            if chosen.is_none() && keyed(&top, raw.len()) {
+                let lines = top.iter().map(|(k, v)| entry_line(k, v)).collect();
+                let mut section = section_at("", "entries", lines);
+                section.key = "entries".into();
+                walk.found.push((section, 0));
+            } else {
+                walk.visit(raw, "", 0);
+            }
+        }
+        Kind::Array => {
+            let lines = elements(raw)
+                .unwrap_or_default()
+                .into_iter()
+                .map(|e| minify(e).into_owned())
+                .collect();
+            let mut section = section_at("", "elements", lines);
+            section.key = "results".into();
+            walk.found.push((section, 0));
+        }
+        _ => walk.other.push((String::new(), minify(raw).into_owned())),
+    }
+    let mut warnings = Vec::new();
+    if let Some(chosen) = chosen {
+        for name in chosen {
+            if !walk.found.iter().any(|(s, _)| &s.key == name) {
+                warnings.push(format!(
+                    "the `sections` setting names `{name}`, which this result does not have as an array or object; \
+                     its data is in the sections listed"
+                ));
+            }
+        }
+    }
+    // Keep the largest sections; the rest joins `other`, so nothing is left out.
+    let mut found = walk.found;
+    let room = if walk.other.is_empty() {
         MAX_SECTIONS
     } else {
         MAX_SECTIONS - 1
     };
-    if arrays.len() > room {
-        arrays.sort_by_key(|a| std::cmp::Reverse(a.2));
-        for (key, items, _) in arrays.split_off(room.saturating_sub(1).max(1)) {
-            other.push(json!({"key": key, "value": items}));
+    if found.len() > room {
+        let mut by_size: Vec<usize> = (0..found.len()).collect();
+        by_size.sort_by_key(|&i| std::cmp::Reverse(found[i].1));
+        // Folding makes an `other` section if there was none: one fewer room either way.
+        let keep: HashSet<usize> = by_size.into_iter().take(MAX_SECTIONS - 1).collect();
+        let mut kept = Vec::new();
+        for (i, (section, size)) in found.into_iter().enumerate() {
+            if keep.contains(&i) {
+                kept.push((section, size));
+            } else {
+                let lines = section.lines.join(",");
+                walk.other.push((section.key, format!("[{lines}]")));
+            }
         }
+        found = kept;
     }
-    let mut sections: Vec<Section> = arrays
-        .into_iter()
-        .map(|(key, lines, _)| Section { key, lines })
-        .collect();
-    if !other.is_empty() {
+    let mut sections: Vec<Section> = found.into_iter().map(|(s, _)| s).collect();
+    if !walk.other.is_empty() {
         let key = if sections.iter().any(|s| s.key == "other") {
             "other_keys"
         } else {
@@ -154,10 +398,26 @@ fn split(data: Data, settings: Option<&ToolSettings>) -> (Map<String, Value>, Ve
         };
         sections.push(Section {
             key: key.into(),
-            lines: other,
+            path: None,
+            shape: "other",
+            lines: walk.other.iter().map(|(k, v)| entry_line(k, v)).collect(),
         });
     }
-    (inline, sections)
+    Split {
+        inline: walk.inline,
+        sections,
+        warnings,
+    }
+}
+
+/// A file written for a section.
+pub(super) struct Written {
+    /// Its absolute path.
+    pub(super) path: String,
+    /// The section's name as file and recipe names show it (`[a-z0-9_]`, unique in the result).
+    pub(super) name: String,
+    /// Estimated tokens of its lines.
+    pub(super) tokens: u32,
 }
 
 /// Offloads any tool's data as sections.
@@ -166,28 +426,30 @@ pub(super) fn generic(
     config: &Config,
     tool: &str,
     settings: Option<&ToolSettings>,
-    data: Data,
-    result: &mut Map<String, Value>,
+    data: Data<'_>,
+    result: &Members<'_>,
+    kept: &[&str],
     tokens: u32,
     emit: &mut dyn FnMut(Event),
 ) -> Result<ToolOutcome, Error> {
-    let (inline, sections) = split(data, settings);
+    let split = split(&data, settings);
+    drop(data);
     let ulid = Ulid::generate();
     let tool_name = sanitize(tool, 40);
     let mut used_names = HashSet::new();
     // Every file's text first: the storage caps are checked for all of them at once.
     let mut planned = Vec::new();
-    for section in &sections {
+    for section in &split.sections {
         let mut section_name = sanitize(&section.key, 24);
         while !used_names.insert(section_name.clone()) {
             section_name.push('_');
         }
         let operation = format!("{tool_name}-{section_name}");
         let name = format!("{}-{operation}-{ulid}.jsonl", config.prefix);
-        let lines: Vec<String> = section.lines.iter().map(Value::to_string).collect();
         // Every line must be one `lro_extract` can read again, as at the record level.
         let max = crate::jq::MAX_DEPTH;
-        if let Some(i) = lines
+        if let Some(i) = section
+            .lines
             .iter()
             .position(|l| crate::json_text::depth(l.as_bytes(), max) > max)
         {
@@ -197,31 +459,49 @@ pub(super) fn generic(
                 section.key
             )));
         }
-        let section_tokens = lines.iter().fold(Counts::default(), |c, l| c + Counts::of(l)).tokens();
+        let section_tokens = section
+            .lines
+            .iter()
+            .fold(Counts::default(), |c, l| c + Counts::of(l))
+            .tokens();
         let header = json!({
-            "type": "lro_header", "operation": operation, "query": null, "count": lines.len(),
+            "type": "lro_header", "operation": operation, "query": null, "count": section.lines.len(),
             "schema_version": config.schema_version, "timestamp": format_rfc3339_ms(ulid.timestamp_ms()),
             "expires_at": format_rfc3339_ms(crate::custodian::promised_expiry(config, ulid.timestamp_ms())),
             "estimated_tokens": section_tokens, "detail": "generic", "tool": tool, "section": section.key,
         })
         .to_string();
-        planned.push((name, operation, header, lines, section_tokens));
+        planned.push((name, operation, header, section_tokens, section_name));
     }
     let created = ulid.timestamp_ms();
     let writes: Vec<offload::Planned<'_, _>> = planned
         .iter()
-        .map(|(name, _, header, lines, _)| offload::Planned {
+        .zip(&split.sections)
+        .map(|((name, _, header, ..), section)| offload::Planned {
             name,
             header,
-            lines: lines.iter().map(String::as_str),
+            lines: section.lines.iter().map(String::as_str),
         })
         .collect();
     let mut files = Vec::new();
     let failure = match offload::write_files(config, &writes, created, emit) {
         Ok(sizes) => {
-            for ((name, operation, _, lines, section_tokens), bytes) in planned.iter().zip(sizes) {
+            for (((name, operation, _, section_tokens, section_name), section), bytes) in
+                planned.iter().zip(&split.sections).zip(sizes)
+            {
                 let path = format!("{}/{name}", config.dir_base());
-                files.push((path, lines.len(), *section_tokens, bytes, operation.clone()));
+                emit(Event::OffloadCreated {
+                    path: path.clone(),
+                    operation: operation.clone(),
+                    count: u32::try_from(section.lines.len()).unwrap_or(u32::MAX),
+                    tokens: *section_tokens,
+                    bytes,
+                });
+                files.push(Written {
+                    path,
+                    name: section_name.clone(),
+                    tokens: *section_tokens,
+                });
             }
             None
         }
@@ -230,9 +510,9 @@ pub(super) fn generic(
             None => format!("writing into {}: {e}", config.dir_base()),
         }),
     };
+    drop(writes);
     if let Some(error) = failure {
-        let (value, warning, total, returned) = degrade(config, &inline, &sections, &error);
-        let text = value.to_string();
+        let (payload, warning, total, returned) = degrade(config, &split, &error);
         emit(Event::OffloadWriteFailed {
             path: config.output_dir.clone(),
             operation: tool.to_owned(),
@@ -241,39 +521,42 @@ pub(super) fn generic(
             returned,
         });
         return Ok(ToolOutcome::Degraded {
-            result: replace(result, &text, value),
+            result: replace(result, kept, &payload, &payload),
             warning,
         });
     }
-    for (path, count, section_tokens, bytes, operation) in &files {
-        emit(Event::OffloadCreated {
-            path: path.clone(),
-            operation: operation.clone(),
-            count: u32::try_from(*count).unwrap_or(u32::MAX),
-            tokens: *section_tokens,
-            bytes: *bytes,
-        });
-    }
-    let paths: Vec<&str> = files.iter().map(|f| f.0.as_str()).collect();
-    let section_tokens: Vec<u32> = files.iter().map(|f| f.2).collect();
-    let descriptor = generic_descriptor(config, &inline, &sections, &paths, &section_tokens, tokens);
-    let text = descriptor.to_string();
+    let profiles: Vec<Profile> = split
+        .sections
+        .iter()
+        .map(|s| Profile::of(s.lines.iter().map(String::as_str)))
+        .collect();
+    let descriptor = generic_descriptor(config, &split, &profiles, &files, tokens);
     Ok(ToolOutcome::Offloaded {
-        result: replace(result, &text, descriptor),
-        files: paths.iter().map(|p| (*p).to_owned()).collect(),
+        result: replace(result, kept, &descriptor, &descriptor),
+        files: files.into_iter().map(|f| f.path).collect(),
         tokens,
     })
 }
 
-/// The truncated fallback: the inline keys, then the leading lines of each section that fit the
-/// threshold, with counts and a warning.
-fn degrade(
-    config: &Config,
-    inline: &Map<String, Value>,
-    sections: &[Section],
-    error: &str,
-) -> (Value, String, u32, u32) {
-    let total: usize = sections.iter().map(|s| s.lines.len()).sum();
+/// A JSON object's text from members whose values are JSON text already.
+pub(super) fn object_text<'a>(members: impl IntoIterator<Item = (&'a str, &'a str)>) -> String {
+    let mut out = String::from("{");
+    for (i, (key, value)) in members.into_iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        out.push_str(&json_string(key));
+        out.push(':');
+        out.push_str(value);
+    }
+    out.push('}');
+    out
+}
+
+/// The truncated fallback: the inline values, then the leading lines of each section that fit
+/// the threshold, with counts and a warning.
+fn degrade(config: &Config, split: &Split, error: &str) -> (String, String, u32, u32) {
+    let total: usize = split.sections.iter().map(|s| s.lines.len()).sum();
     let warning_for = |returned: usize| {
         format!(
             "LRO could not write the offload file ({error}). Showing {returned} of {total} items, truncated to fit {} tokens; \
@@ -282,25 +565,36 @@ fn degrade(
         )
     };
     let build = |kept: &[usize], returned: usize| {
-        let mut d = Map::new();
-        d.insert("truncated".into(), json!(true));
-        d.insert("total_count".into(), json!(total));
-        d.insert("returned_count".into(), json!(returned));
-        d.insert("lro_warning".into(), json!(warning_for(returned)));
-        for (k, v) in inline {
-            d.entry(k.clone()).or_insert_with(|| v.clone());
+        let warning = json_string(&warning_for(returned));
+        let (total_text, returned_text) = (total.to_string(), returned.to_string());
+        let arrays: Vec<String> = split
+            .sections
+            .iter()
+            .zip(kept)
+            .map(|(s, n)| format!("[{}]", s.lines[..*n].join(",")))
+            .collect();
+        let mut members: Vec<(&str, &str)> = vec![
+            ("truncated", "true"),
+            ("total_count", &total_text),
+            ("returned_count", &returned_text),
+            ("lro_warning", &warning),
+        ];
+        for (k, v) in &split.inline {
+            if !members.iter().any(|(m, _)| m == k) {
+                members.push((k, v));
+            }
         }
-        for (section, n) in sections.iter().zip(kept) {
-            d.insert(section.key.clone(), Value::Array(section.lines[..*n].to_vec()));
+        for (section, array) in split.sections.iter().zip(&arrays) {
+            members.push((&section.key, array));
         }
-        Value::Object(d)
+        object_text(members)
     };
-    let mut kept = vec![0; sections.len()];
-    let mut budget = Counts::of(&build(&kept, total).to_string());
-    'sections: for (i, section) in sections.iter().enumerate() {
+    let mut kept = vec![0; split.sections.len()];
+    let mut budget = Counts::of(&build(&kept, total));
+    'sections: for (i, section) in split.sections.iter().enumerate() {
         for (j, line) in section.lines.iter().enumerate() {
             let next = budget
-                + Counts::of(&line.to_string())
+                + Counts::of(line)
                 + Counts {
                     other: u64::from(j > 0),
                     cjk: 0,
@@ -313,10 +607,10 @@ fn degrade(
         }
     }
     let returned: usize = kept.iter().sum();
-    let value = build(&kept, returned);
+    let payload = build(&kept, returned);
     let total32 = u32::try_from(total).unwrap_or(u32::MAX);
     (
-        value,
+        payload,
         warning_for(returned),
         total32,
         u32::try_from(returned).unwrap_or(u32::MAX),
@@ -325,40 +619,123 @@ fn degrade(
 
 #[cfg(test)]
 mod tests {
+    use std::borrow::Cow;
+
+    use serde_json::{Value, json};
+
     use super::*;
 
+    fn split_of(value: &Value) -> Split {
+        split(&Data::Json(Cow::Owned(value.to_string())), None)
+    }
+
     #[test]
-    fn objects_split_into_sections_inline_keys_and_the_rest() {
+    fn objects_split_into_sections_inline_values_and_the_rest() {
         let items: Vec<Value> = (0..50)
             .map(|i| json!({"id": i, "title": format!("issue number {i} with a title")}))
             .collect();
         let data = json!({"total_count": 500, "incomplete_results": false, "items": items, "facets": {"a": 1}});
-        let (inline, sections) = split(Data::Json(data), None);
-        assert_eq!(inline.keys().collect::<Vec<_>>(), ["total_count", "incomplete_results"]);
+        let split = split_of(&data);
+        let inline: Vec<&str> = split.inline.iter().map(|(k, _)| k.as_str()).collect();
+        assert_eq!(inline, ["total_count", "incomplete_results", "facets"]);
+        assert_eq!(split.sections.len(), 1);
+        assert_eq!(split.sections[0].key, "items");
+        assert_eq!(split.sections[0].lines.len(), 50);
+    }
+
+    #[test]
+    fn records_are_found_inside_envelopes() {
+        let rows: Vec<Value> = (0..200).map(|i| json!({"id": i, "name": format!("row {i}")})).collect();
+        let split = split_of(&json!({"success": true, "data": {"rows": rows, "count": 200}}));
+        assert_eq!(split.sections.len(), 1);
+        assert_eq!(split.sections[0].key, "data.rows");
+        assert_eq!(split.sections[0].path.as_deref(), Some(".data.rows"));
+        assert_eq!(split.sections[0].lines.len(), 200);
         assert_eq!(
-            sections.iter().map(|s| s.key.as_str()).collect::<Vec<_>>(),
-            ["items", "other"]
+            split.inline,
+            [("success".into(), "true".into()), ("data.count".into(), "200".into())]
         );
-        assert_eq!(sections[1].lines, [json!({"key": "facets", "value": {"a": 1}})]);
+    }
+
+    #[test]
+    fn numbers_and_strings_are_written_as_sent() {
+        let raw = format!(
+            "{{\"rows\": [{}], \"total\": 1E+2}}",
+            (0..100)
+                .map(|i| format!(
+                    "{{\"n\": 123456789012345678901234567890, \"x\": 1.50, \"i\": {i}, \"s\": \"\\u00e9\"}}"
+                ))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        let split = split(&Data::Json(Cow::Owned(raw)), None);
+        assert_eq!(
+            split.sections[0].lines[0],
+            "{\"n\":123456789012345678901234567890,\"x\":1.50,\"i\":0,\"s\":\"\\u00e9\"}"
+        );
+        assert_eq!(split.inline, [("total".into(), "1E+2".into())]);
+    }
+
+    #[test]
+    fn objects_keyed_by_name_become_entries() {
+        let files: serde_json::Map<String, Value> = (0..100)
+            .map(|i| (format!("src/f{i}.rs"), json!({"size": i * 10, "lang": "rust"})))
+            .collect();
+        let split = split_of(&json!({"root": "/repo", "files": files}));
+        assert_eq!(split.sections[0].key, "files");
+        assert_eq!(split.sections[0].shape, "entries");
+        assert_eq!(
+            split.sections[0].lines[1],
+            "{\"key\":\"src/f1.rs\",\"value\":{\"size\":10,\"lang\":\"rust\"}}"
+        );
+        assert_eq!(split.inline, [("root".into(), "\"/repo\"".into())]);
+    }
+
+    #[test]
+    fn tables_become_records_keyed_by_their_columns() {
+        let rows: Vec<Value> = (0..60).map(|i| json!([i, format!("name {i}"), null])).collect();
+        let split = split_of(&json!({"columns": ["id", "name", "note"], "rows": rows}));
+        let rows = split.sections.iter().find(|s| s.key == "rows").unwrap();
+        assert_eq!(rows.shape, "table");
+        assert_eq!(rows.lines[2], "{\"id\":2,\"name\":\"name 2\",\"note\":null}");
+    }
+
+    #[test]
+    fn a_sections_setting_names_nested_paths_and_reports_unknown_ones() {
+        let rows: Vec<Value> = (0..5).map(|i| json!({"id": i})).collect();
+        let settings = ToolSettings {
+            name: "t".into(),
+            sections: Some(vec!["data.rows".into(), "data.nope".into()]),
+            ..ToolSettings::default()
+        };
+        let split = split(
+            &Data::Json(Cow::Owned(json!({"data": {"rows": rows}}).to_string())),
+            Some(&settings),
+        );
+        assert_eq!(split.sections[0].key, "data.rows");
+        assert_eq!(split.sections[0].lines.len(), 5);
+        assert_eq!(split.warnings.len(), 1);
+        assert!(split.warnings[0].contains("`data.nope`"), "{:?}", split.warnings);
     }
 
     #[test]
     fn many_arrays_fold_into_other_so_nothing_is_lost() {
-        let mut data = Map::new();
+        let mut data = serde_json::Map::new();
         for k in 0..10 {
             data.insert(
                 format!("list{k}"),
                 json!((0..40).map(|i| format!("value {i} of list {k}")).collect::<Vec<_>>()),
             );
         }
-        let (_, sections) = split(Data::Json(Value::Object(data)), None);
-        assert!(sections.len() <= MAX_SECTIONS);
-        let lines: usize = sections
+        let split = split_of(&Value::Object(data));
+        assert!(split.sections.len() <= MAX_SECTIONS);
+        let lines: usize = split
+            .sections
             .iter()
             .filter(|s| s.key != "other")
             .map(|s| s.lines.len())
             .sum();
-        let folded = sections.iter().find(|s| s.key == "other").unwrap().lines.len();
+        let folded = split.sections.iter().find(|s| s.key == "other").unwrap().lines.len();
         assert_eq!(lines / 40 + folded, 10);
     }
 }

@@ -63,11 +63,12 @@ write(
         "sections": {
             "items": {
                 "count": 40,
+                "shape": "elements",
                 "required": ["id", "number", "title", "state", "user", "labels", "comments", "created_at", "body"],
                 "types": {"id": "integer", "body": ["string", "null"], "closed_at": "string", "user": "object", "labels": "array"},
             }
         },
-        "recipes": ["list_all_items", "count_items", "first_10_items", "count_by_state_items", "search_body_items"],
+        "recipes": ["count_items", "first_10_items", "count_by_state_items", "where_state_items"],
     },
 )
 
@@ -100,12 +101,12 @@ write(
         "outcome": "offloaded",
         "kind": "generic",
         "inline": {},
-        "sections": {"results": {"count": 80, "required": ["name", "type", "modified"], "types": {"size": "integer", "name": "string"}}},
-        "recipes": ["list_all_results", "count_results", "first_10_results", "count_by_type_results"],
+        "sections": {"results": {"count": 80, "shape": "elements", "required": ["name", "type", "modified"], "types": {"size": "integer", "name": "string"}}},
+        "recipes": ["count_results", "first_10_results", "count_by_type_results", "where_type_results", "top_10_by_modified_results"],
     },
 )
 
-# SQL rows: rows as arrays, a small column list (to `other`), a row count inline.
+# SQL rows: a table (rows as arrays beside their column names), a row count inline.
 rows = [[i, rng.choice(["ana", "bo", "chen"]), f"user{i}@example.com", round(rng.random() * 1000, 2), None if i % 5 == 0 else "paid"] for i in range(60)]
 sql = {"columns": ["id", "name", "email", "amount", "status"], "rows": rows, "row_count": 60}
 write(
@@ -115,9 +116,9 @@ write(
     {
         "outcome": "offloaded",
         "kind": "generic",
-        "inline": {"row_count": 60},
-        "sections": {"rows": {"count": 60, "types": "array"}, "other": {"count": 1}},
-        "recipes": ["list_all_rows", "count_rows", "first_10_rows", "list_all_other", "count_other", "first_10_other"],
+        "inline": {"columns": ["id", "name", "email", "amount", "status"], "row_count": 60},
+        "sections": {"rows": {"count": 60, "shape": "table", "types": {"id": "integer", "amount": "number", "status": ["string", "null"]}}},
+        "recipes": ["count_rows", "first_10_rows", "count_by_name_rows", "where_name_rows", "top_10_by_amount_rows"],
     },
 )
 
@@ -133,7 +134,7 @@ write(
         "kind": "generic",
         "inline": {},
         "sections": {"lines": {"count": 150, "required": ["n", "text"], "types": {"n": "integer", "text": "string"}}},
-        "recipes": ["list_all_lines", "count_lines", "first_10_lines", "search_text_lines"],
+        "recipes": ["count_lines", "first_10_lines", "top_10_by_text_lines", "search_text_lines"],
     },
 )
 
@@ -158,12 +159,18 @@ write(
     {"outcome": "unchanged", "reason": "error-result"},
 )
 
-# An image with a large caption: never touched.
+# An image with a large caption: the caption is offloaded, the image forwarded as sent.
 write(
     "image_result",
     {"tool": "render_chart", "arguments": {}, "threshold": 100},
     {"content": [{"type": "image", "data": "iVBORw0KGgo" + "A" * 2000, "mimeType": "image/png"}, {"type": "text", "text": sentence(300)}]},
-    {"outcome": "unchanged", "reason": "non-text-content"},
+    {
+        "outcome": "offloaded",
+        "kind": "generic",
+        "inline": {},
+        "sections": {"lines": {"count": 1, "shape": "lines"}},
+        "recipes": ["count_lines", "first_10_lines", "search_text_lines"],
+    },
 )
 
 # A directory listing as the reference server-filesystem sends it: plain text lines, repeated as
@@ -179,6 +186,14 @@ write(
         "kind": "generic",
         "inline": {},
         "sections": {"lines": {"count": 120, "required": ["n", "text"], "types": {"n": "integer", "text": "string"}}},
-        "recipes": ["list_all_lines", "count_lines", "first_10_lines"],
+        "recipes": ["count_lines", "first_10_lines"],
     },
+)
+
+# Only an image, however large: nothing to offload.
+write(
+    "image_only",
+    {"tool": "render_chart", "arguments": {}, "threshold": 100},
+    {"content": [{"type": "image", "data": "iVBORw0KGgo" + "A" * 4000, "mimeType": "image/png"}]},
+    {"outcome": "unchanged", "reason": "non-text-content"},
 )

@@ -146,3 +146,32 @@ pub fn tempdir() -> std::io::Result<tempfile::TempDir> {
         .permissions(std::fs::Permissions::from_mode(0o700))
         .tempdir()
 }
+
+/// The `lro_extract(key=value, ...)` calls a generic descriptor's guidance prints, one per line
+/// (`  - NAME: lro_extract(...)`), as (name, arguments) with the values read as JSON.
+pub fn printed_calls(guidance: &str) -> Vec<(String, Value)> {
+    guidance
+        .lines()
+        .filter_map(|line| {
+            let (name, call) = line.trim().strip_prefix("- ")?.split_once(": ")?;
+            let inner = call.strip_prefix("lro_extract(")?.strip_suffix(')')?;
+            Some((name.to_owned(), printed_arguments(inner)))
+        })
+        .collect()
+}
+
+/// `key=JSON, key=JSON` as a JSON object.
+pub fn printed_arguments(mut rest: &str) -> Value {
+    let mut arguments = serde_json::Map::new();
+    while let Some((key, after)) = rest.split_once('=') {
+        let mut values = serde_json::Deserializer::from_str(after).into_iter::<Value>();
+        let value = values.next().expect("a JSON value").expect("a JSON value");
+        arguments.insert(key.trim().to_owned(), value);
+        rest = &after[values.byte_offset()..];
+        match rest.strip_prefix(", ") {
+            Some(next) => rest = next,
+            None => break,
+        }
+    }
+    Value::Object(arguments)
+}
