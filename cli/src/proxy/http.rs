@@ -15,6 +15,7 @@ use reqwest::{Response, StatusCode};
 use serde_json::Value;
 use tokio::sync::mpsc;
 
+use super::edit::Object;
 use super::message::{self, Kind, META_PROTOCOL_VERSION};
 use super::upstream::{CHANNEL, Link, UpEvent};
 
@@ -91,7 +92,7 @@ pub fn connect(url: &str, headers: HeaderMap) -> anyhow::Result<Link> {
                 Ok(Kind::Request { id, method, .. }) => (method == "initialize", Some(message::id_key(id)), None),
                 Ok(Kind::Notification { method, params }) => {
                     let cancelled = if method == "notifications/cancelled" {
-                        params.and_then(|p| super::cancelled_id(p.get()))
+                        params.and_then(|p| message::cancelled_id(p.get()))
                     } else {
                         None
                     };
@@ -492,9 +493,13 @@ async fn reinitialize(shared: &Shared) -> anyhow::Result<()> {
     let (initialize, initialized) = lock(&shared.handshake).clone();
     let initialize = initialize.context("the client never initialised a session")?;
     *lock(&shared.session) = None;
-    let mut value: Value = serde_json::from_slice(&initialize).context("the saved initialize")?;
-    value["id"] = Value::String("lro-proxy-reinitialize".into());
-    let response = post_request(shared, value.to_string().into_bytes(), None)
+    // Replayed as the client sent it, under an id of the proxy's own.
+    let mut replay = std::str::from_utf8(&initialize)
+        .ok()
+        .and_then(Object::parse)
+        .context("the saved initialize is not a JSON object")?;
+    replay.set("id", "\"lro-proxy-reinitialize\"");
+    let response = post_request(shared, replay.to_string().into_bytes(), None)
         .send()
         .await
         .map_err(|e| anyhow::anyhow!("{}", error_chain(&e)))?;

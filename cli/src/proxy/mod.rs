@@ -18,9 +18,11 @@
 //! - the end: when the upstream dies, every request in flight fails at once, naming why.
 //!
 //! `upstream` and `http` turn a child process or a streamable HTTP endpoint into the same pair
-//! of channels; `message` reads the few fields the relay routes on.
+//! of channels; `message` reads the few fields the relay routes on; `edit` changes one member of
+//! a message and keeps the others as the text that arrived.
 
 mod bridge;
+mod edit;
 mod files;
 pub mod http;
 pub mod message;
@@ -31,10 +33,11 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::sync::mpsc;
 
+use edit::Object;
 use message::{Kind, id_key};
 use upstream::{Link, UpEvent};
 
@@ -70,9 +73,9 @@ enum Pending {
     Plain(String),
     /// `initialize`: the answer's capabilities gain `tools` and `resources`.
     Initialize,
-    /// `server/discover` (2026-07-28): likewise; the request's `_meta`, to bridge to an
-    /// upstream that knows only `initialize`.
-    Discover(Option<Value>),
+    /// `server/discover` (2026-07-28): likewise; the request's `_meta` (JSON text), to bridge to
+    /// an upstream that knows only `initialize`.
+    Discover(Option<String>),
     /// The proxy's own `initialize` of an upstream that knows only that handshake, for the
     /// 2026-07-28 client whose `server/discover` (this id, and the upstream's refusal) it answers.
     Bridge { client_id: String, refusal: Vec<u8> },
@@ -341,7 +344,7 @@ impl Relay {
             Ok(Kind::Request { id, method, params }) => (id_key(id), method, params.map(|p| p.get().to_owned())),
             Ok(Kind::Notification { method, params }) => {
                 if method == "notifications/cancelled"
-                    && let Some(id) = params.and_then(|p| cancelled_id(p.get()))
+                    && let Some(id) = params.and_then(|p| message::cancelled_id(p.get()))
                 {
                     self.pending.remove(&id);
                     if self.session.listen.as_ref().is_some_and(|(listen, _)| *listen == id) {
@@ -378,7 +381,7 @@ impl Relay {
         };
         let modern = message::is_modern(parsed.as_ref());
         let line = if self.session.bridged && modern {
-            bridge::unmark(&line, parsed.as_ref()).unwrap_or(line)
+            bridge::unmark(&line, params.as_deref()).unwrap_or(line)
         } else {
             line
         };
@@ -386,16 +389,18 @@ impl Relay {
             "initialize" => {
                 self.session.initialize_params = params.clone();
                 self.pending.insert(id, Pending::Initialize);
-                let marked = parsed.and_then(|mut p| {
-                    let object = p.as_object_mut()?;
-                    message::mark_proxy(message::object_at(object, "capabilities"));
-                    message::object_at(object, "clientInfo").insert("proxy".into(), Value::Bool(true));
+                let marked = params.as_deref().and_then(|p| {
+                    let p = edit::set_at(p, &["capabilities", "experimental", "lro"], "proxy", "true")?;
+                    let p = edit::set_at(&p, &["clientInfo"], "proxy", "true")?;
                     message::with_params(&line, &p)
                 });
                 self.to_upstream(marked.unwrap_or(line));
             }
             "server/discover" => {
-                let meta = parsed.as_ref().and_then(|p| p.get("_meta")).cloned();
+                let meta = params
+                    .as_deref()
+                    .and_then(Object::parse)
+                    .and_then(|p| Some(p.get("_meta")?.to_owned()));
                 self.pending.insert(id, Pending::Discover(meta));
                 self.to_upstream(line);
             }
@@ -403,12 +408,12 @@ impl Relay {
                 self.pending.insert(id, Pending::ToolsList { modern });
                 self.to_upstream(line);
             }
-            "tools/call" => match tools::Call::from_params(parsed.as_ref(), modern, &self.session) {
+            "tools/call" => match tools::Call::from_params(params.as_deref(), modern, &self.session) {
                 Some(call) if call.tool == tools::EXTRACT_TOOL => tools::extract(self, id, call),
                 Some(call) => {
                     // A bridged server's `initialize` carried the marker.
                     let marked = (!self.session.bridged)
-                        .then(|| call.marked_line(&line, parsed.as_ref()))
+                        .then(|| call.marked_line(&line, params.as_deref()))
                         .flatten();
                     self.pending.insert(id, Pending::ToolsCall(call));
                     self.to_upstream(marked.unwrap_or(line));
@@ -567,8 +572,8 @@ impl Relay {
     fn check_tools(&mut self, cursor: Option<String>) {
         let (id, key) = self.own_ids.take();
         let params = match cursor {
-            Some(cursor) => serde_json::json!({"cursor": cursor}),
-            None => serde_json::json!({}),
+            Some(cursor) => format!("{{\"cursor\":{}}}", edit::quoted(&cursor)),
+            None => "{}".to_owned(),
         };
         self.pending.insert(key, Pending::ToolCheck);
         self.to_upstream(message::request(&id, "tools/list", &params));
@@ -598,21 +603,13 @@ impl Relay {
     }
 }
 
-/// A response with its id replaced.
+/// A response with its id replaced; every other member as it came.
 fn retarget(line: &[u8], id: &str) -> Vec<u8> {
-    let Ok(mut value) = serde_json::from_slice::<Value>(line) else {
+    let Some(mut response) = std::str::from_utf8(line).ok().and_then(Object::parse) else {
         return line.to_vec();
     };
-    if let Ok(id) = serde_json::from_str::<Value>(id) {
-        value["id"] = id;
-    }
-    value.to_string().into_bytes()
-}
-
-/// The `requestId` of `notifications/cancelled` params, as an id key.
-pub(super) fn cancelled_id(params: &str) -> Option<String> {
-    let value: Value = serde_json::from_str(params).ok()?;
-    message::canonical_id(value.get("requestId")?)
+    response.set("id", id);
+    response.to_string().into_bytes()
 }
 
 fn method_not_found(line: &[u8]) -> bool {
@@ -624,16 +621,22 @@ fn method_not_found(line: &[u8]) -> bool {
 
 /// An `initialize` or `server/discover` result with the capabilities the proxy adds: `tools`
 /// (it lists `lro_extract`) and `resources` (the offloaded files), each only when the server
-/// lacks it; everything the server declared is forwarded as declared.
+/// lacks it; everything the server declared is forwarded as it came.
 fn with_capabilities(result: &str) -> Option<String> {
-    let mut result: Map<String, Value> = message::parse(result).ok()?;
-    let capabilities = message::object_at(&mut result, "capabilities");
-    if capabilities.contains_key("tools") && capabilities.contains_key("resources") {
-        return None;
+    let mut result = Object::parse(result)?;
+    let capabilities = add_capabilities(result.get("capabilities"))?;
+    result.set("capabilities", capabilities);
+    Some(result.to_string())
+}
+
+/// The server's capabilities (JSON text) with `tools` and `resources` added where absent, the
+/// rest as declared; `None` when it has both.
+fn add_capabilities(declared: Option<&str>) -> Option<String> {
+    match declared.and_then(Object::parse) {
+        Some(mut capabilities) => {
+            let added = capabilities.set_default("tools", "{}") | capabilities.set_default("resources", "{}");
+            added.then(|| capabilities.to_string())
+        }
+        None => Some(r#"{"tools":{},"resources":{}}"#.to_owned()),
     }
-    capabilities.entry("tools").or_insert_with(|| Value::Object(Map::new()));
-    capabilities
-        .entry("resources")
-        .or_insert_with(|| Value::Object(Map::new()));
-    serde_json::to_string(&result).ok()
 }
