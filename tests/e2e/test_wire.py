@@ -2,7 +2,7 @@
 and string the server sent reaches the client as sent, whatever the proxy adds (`resultType`,
 capabilities, its own tools and resources, a descriptor) and whatever it takes away
 (`_meta` keys a bridged server must not see), and the client's arguments reach the server as
-sent.
+sent; and a tool run as a task has its result offloaded like the call's own.
 """
 
 import json
@@ -138,3 +138,61 @@ def test_numbers_and_strings_arrive_as_the_server_sent_them(tmp_path, mode):
     assert '"size":123456789012345678901234567890,"_meta":' + VALUES in raw["8"], raw["8"]
     descriptor(parsed["7"]["result"])
     assert '"_meta":' + VALUES in raw["7"], "an offloaded result keeps the rest as sent"
+
+
+# --- tasks ------------------------------------------------------------------------------------
+
+
+def extract(mode, mid, found: dict) -> dict:
+    path = next(iter(found["files"].values()))
+    return request(mode, mid, "tools/call", {"name": "lro_extract", "arguments": {
+        "file_path": path, "query": "[.[] | select(.group == \"g3\")] | length", "slurp": True}})
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_task_result_is_offloaded_like_the_call_it_came_from(tmp_path, mode):
+    def task_id(parsed):
+        return parsed["1"]["result"]["task"]["taskId"]
+
+    parsed, _ = session(tmp_path, [
+        handshake(mode),
+        [request(mode, 1, "tools/call", {"name": "task_rows", "arguments": {"n": 600}, "task": {"ttl": 60000}})],
+        lambda got: [request(mode, 2, "tasks/get", {"taskId": task_id(got)}),
+                     request(mode, 3, "tasks/result", {"taskId": task_id(got)})],
+        lambda got: [extract(mode, 4, descriptor(got["3"]["result"])), request(mode, 5, "resources/list")]])
+    assert parsed["2"]["result"]["status"] == "completed"
+    related = parsed["3"]["result"]["_meta"]["io.modelcontextprotocol/related-task"]
+    assert related == {"taskId": task_id(parsed)}, parsed["3"]
+    assert json.loads(text_of(parsed["4"])) == 600 // 7 + 1, parsed["4"]
+    path = next(iter(descriptor(parsed["3"]["result"])["files"].values()))
+    listed = [r["uri"] for r in parsed["5"]["result"]["resources"]]
+    assert "lro://offload/" + Path(path).name in listed, listed
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_completed_task_inline_in_tasks_get_is_offloaded(tmp_path, mode):
+    def task_id(parsed):
+        return parsed["1"]["result"]["taskId"]
+
+    parsed, _ = session(tmp_path, [
+        handshake(mode),
+        [request(mode, 1, "tools/call", {"name": "task_rows", "arguments": {"n": 600}})],
+        lambda got: [request(mode, 2, "tasks/get", {"taskId": task_id(got)})],
+        lambda got: [extract(mode, 3, descriptor(got["2"]["result"]["result"]))]])
+    assert parsed["1"]["result"]["resultType"] == "task"
+    got = parsed["2"]["result"]
+    assert (got["taskId"], got["status"], got["resultType"]) == (task_id(parsed), "completed", "complete"), got
+    assert json.loads(text_of(parsed["3"])) == 600 // 7 + 1, parsed["3"]
+
+
+def test_a_task_result_follows_its_tools_settings(tmp_path):
+    config = tmp_path / "lro.toml"
+    config.write_text("[prompt.offload.tools.task_rows]\nthreshold_tokens = 500\n")
+    parsed, _ = session(tmp_path / "out", [
+        handshake("legacy"),
+        [request("legacy", 1, "tools/call", {"name": "task_rows", "arguments": {"n": 600}, "task": {}})],
+        lambda got: [request("legacy", 2, "tasks/result", {"taskId": got["1"]["result"]["task"]["taskId"]}),
+                     request("legacy", 3, "tools/call", {"name": "rows", "arguments": {"n": 600}})]],
+        flags=("--config", str(config), "--threshold", "100000"))
+    descriptor(parsed["2"]["result"])
+    assert len(json.loads(text_of(parsed["3"]))) == 600, "another tool keeps the threshold of all"

@@ -182,6 +182,16 @@ fn same(a: &str, b: &str) -> bool {
     read(a).is_some_and(|a| read(b).is_some_and(|b| a == b))
 }
 
+/// The text of the member `name` of the object `text` (valid JSON), borrowed from it; of the
+/// last one when the key is repeated.
+pub fn member<'t>(text: &'t str, name: &str) -> Option<&'t str> {
+    let object = Object::parse(text)?;
+    object.members.into_iter().rev().find_map(|(key, value)| match value {
+        Cow::Borrowed(value) if is_key(&key, name) => Some(value),
+        _ => None,
+    })
+}
+
 /// `text` as a JSON string literal.
 pub fn quoted(text: &str) -> String {
     serde_json::Value::String(text.to_owned()).to_string()
@@ -242,6 +252,7 @@ mod tests {
         );
         assert_eq!(object.get_str("kA").as_deref(), Some("\u{e9}"));
         assert_eq!(object.names(), ["big", "e", "kA", "e"]);
+        assert_eq!(member(SENT, "big"), Some("123456789012345678901234567890"));
         assert!(Object::parse("[1]").is_none() && Object::parse(" {} ").unwrap().is_empty());
     }
 

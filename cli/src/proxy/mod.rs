@@ -13,7 +13,8 @@
 //! - `tools/list`: every page goes through the component's `rewrite_tools`; the last one gains
 //!   `lro_extract` (`tools`).
 //! - `tools/call`: `lro_extract` runs here in the sandboxed extractor; every other call's
-//!   complete result goes through the component's `intercept` (`tools`).
+//!   complete result goes through the component's `intercept` (`tools`), and so does the result
+//!   of a task the call created, fetched later with `tasks/result` or `tasks/get` (`tasks`).
 //! - `resources/*`: offloaded files are readable as `lro://offload/...` resources (`files`).
 //! - the end: when the upstream dies, every request in flight fails at once, naming why.
 //!
@@ -26,6 +27,7 @@ mod edit;
 mod files;
 pub mod http;
 pub mod message;
+mod tasks;
 mod tools;
 pub mod upstream;
 
@@ -81,8 +83,13 @@ enum Pending {
     Bridge { client_id: String, refusal: Vec<u8> },
     /// `tools/list`: rewritten; `modern` when the request was 2026-07-28.
     ToolsList { modern: bool },
-    /// `tools/call` of an upstream tool: intercepted.
+    /// `tools/call` of an upstream tool: intercepted; a task it creates is remembered.
     ToolsCall(tools::Call),
+    /// `tasks/result` of a task a `tools/call` created (its id, and the call): intercepted as
+    /// that call's result.
+    TaskResult { task: String, call: tools::Call },
+    /// `tasks/get` of such a task: a completed task's result inline (2026-07-28) is intercepted.
+    TaskGet { task: String, call: tools::Call },
     /// `resources/list` and `resources/templates/list`: the offloaded files are added.
     Resources { templates: bool, modern: bool },
     /// The proxy's own check of the upstream's tools (for a tool named `lro_extract`).
@@ -154,6 +161,7 @@ where
         pending: HashMap::new(),
         session: Session::default(),
         files: Arc::new(Mutex::new(Vec::new())),
+        tasks: tasks::Tasks::default(),
         own_ids: message::OwnIds::default(),
         calls: Arc::new(tokio::sync::Semaphore::new(
             std::thread::available_parallelism().map_or(2, |n| n.get().max(2)),
@@ -241,6 +249,7 @@ struct Relay {
     pending: HashMap<String, Pending>,
     session: Session,
     files: Arc<Mutex<Vec<files::Offloaded>>>,
+    tasks: tasks::Tasks,
     own_ids: message::OwnIds,
     /// Component calls running at once (intercept, extract, list, read): each may use the
     /// component's whole memory limit, so a client that sends many large calls at once gets
@@ -423,6 +432,19 @@ impl Relay {
                     self.to_upstream(line);
                 }
             },
+            "tasks/result" | "tasks/get" => {
+                let task = params
+                    .as_deref()
+                    .and_then(Object::parse)
+                    .and_then(|p| p.get_str("taskId"));
+                let pending = match task.and_then(|task| Some((self.tasks.get(&task)?.clone(), task))) {
+                    Some((call, task)) if method == "tasks/result" => Pending::TaskResult { task, call },
+                    Some((call, task)) => Pending::TaskGet { task, call },
+                    None => Pending::Plain(method),
+                };
+                self.pending.insert(id, pending);
+                self.to_upstream(line);
+            }
             "resources/list" | "resources/templates/list" => {
                 let templates = method == "resources/templates/list";
                 self.pending.insert(id, Pending::Resources { templates, modern });
@@ -513,6 +535,11 @@ impl Relay {
                     );
                     self.to_client(retarget(&refusal, &client_id));
                 }
+                Pending::TaskResult { task, .. } => {
+                    // The task's own failure, or the end of it: its result is delivered.
+                    self.tasks.remove(&task);
+                    self.to_client(line);
+                }
                 Pending::ToolCheck => {}
                 _ => self.to_client(line),
             };
@@ -526,7 +553,30 @@ impl Relay {
                 self.to_client(changed.unwrap_or(line));
             }
             Pending::ToolsList { .. } => tools::list(self, key, result.to_owned()),
-            Pending::ToolsCall(call) => tools::intercept(self, call, line),
+            Pending::ToolsCall(call) => match tasks::created(result) {
+                Some(task) => {
+                    self.tasks.insert(task, call);
+                    self.to_client(line);
+                }
+                None => tools::intercept(self, call, line, tools::Place::Result),
+            },
+            Pending::TaskResult { task, call } => {
+                self.tasks.remove(&task);
+                tools::intercept(self, call, line, tools::Place::Result);
+            }
+            Pending::TaskGet { task, call } => {
+                // A task's outcome inline (the 2026-07-28 tasks extension): a completed task's
+                // result, or a failed one's error, is its delivery.
+                if edit::member(result, "result").is_some() {
+                    self.tasks.remove(&task);
+                    tools::intercept(self, call, line, tools::Place::Inline);
+                } else {
+                    if edit::member(result, "error").is_some() {
+                        self.tasks.remove(&task);
+                    }
+                    self.to_client(line);
+                }
+            }
             Pending::Resources { templates, .. } => {
                 let added = files::add_to_list(self, result, templates).map(|r| message::response(&key, &r));
                 self.to_client(added.unwrap_or(line));

@@ -1,6 +1,7 @@
 //! Tools through the proxy: `tools/list` rewritten by the component (no `outputSchema` where a
-//! descriptor may replace the result, `lro_extract` appended), `tools/call` results intercepted,
-//! and `lro_extract` answered here by the sandboxed extractor.
+//! descriptor may replace the result, `lro_extract` appended), `tools/call` results (and the
+//! results of the tasks they create, `super::tasks`) intercepted, and `lro_extract` answered here
+//! by the sandboxed extractor.
 
 pub use lro_host::mcp::{EXTRACT_TOOL, error_text};
 use lro_host::{ToolCall, ToolOutcome};
@@ -13,7 +14,8 @@ use super::files::Offloaded;
 use super::message::{self, META_CLIENT_CAPABILITIES};
 use super::{Relay, Session};
 
-/// A `tools/call` in flight.
+/// A `tools/call` in flight, or the call behind a task.
+#[derive(Clone)]
 pub struct Call {
     /// The tool's name.
     pub tool: String,
@@ -96,24 +98,41 @@ struct ResultHead<'a> {
     result_type: Option<&'a str>,
 }
 
-/// Sends a `tools/call` answer on: a complete result goes through the component's `intercept`
-/// (offloaded to a file and replaced by a descriptor when large); an error result, an input
-/// request or a task goes on as it came. The file holds exactly what the upstream sent: the
-/// component reads the result's own text, and the members it does not replace are forwarded as
-/// they came.
-pub fn intercept(relay: &Relay, call: Call, line: Vec<u8>) {
+/// Where a tool's result is in an answer.
+#[derive(Clone, Copy)]
+pub enum Place {
+    /// The answer's `result` (`tools/call`, `tasks/result`).
+    Result,
+    /// The `result` member of the answer's `result`: a completed task's, inline in `tasks/get`
+    /// (the 2026-07-28 tasks extension).
+    Inline,
+}
+
+/// Sends an answer holding a tool's result (at `place`) on: a complete result goes through the
+/// component's `intercept` (offloaded to a file and replaced by a descriptor when large); an
+/// error result, an input request or a task goes on as it came. The file holds exactly what the
+/// upstream sent: the component reads the result's own text, and the members it does not
+/// replace (and the rest of the answer) are forwarded as they came.
+pub fn intercept(relay: &Relay, call: Call, line: Vec<u8>, place: Place) {
     let settings = relay.settings.clone();
     let down = relay.down.clone();
     let files = relay.files.clone();
     relay.component(move || {
         let Ok(super::message::Kind::Response {
             id: raw_id,
-            result: Some(result),
+            result: Some(answer),
         }) = message::classify(&line)
         else {
             return;
         };
-        let result = result.get();
+        let result = match place {
+            Place::Result => Some(answer.get()),
+            Place::Inline => edit::member(answer.get(), "result"),
+        };
+        let Some(result) = result else {
+            let _ = down.blocking_send(line.clone());
+            return;
+        };
         let complete = serde_json::from_str::<ResultHead<'_>>(result)
             .is_ok_and(|head| head.result_type.is_none_or(|t| t == "complete"));
         if !complete {
@@ -153,6 +172,14 @@ pub fn intercept(relay: &Relay, call: Call, line: Vec<u8>) {
                 None
             }
         };
+        let forward = forward.and_then(|result| match place {
+            Place::Result => Some(result),
+            Place::Inline => {
+                let mut answer = Object::parse(answer.get())?;
+                answer.set("result", result);
+                Some(answer.to_string())
+            }
+        });
         let _ = down.blocking_send(match forward {
             Some(result) => message::with_result(raw_id, &result),
             None => line.clone(),
