@@ -5,8 +5,10 @@ capabilities, its own tools and resources, a descriptor) and whatever it takes a
 sent; and a tool run as a task has its result offloaded like the call's own.
 """
 
+import http.server
 import json
 import os
+import socketserver
 import subprocess
 import sys
 import threading
@@ -43,12 +45,12 @@ def request(mode: str, mid, method: str, params: dict | None = None) -> dict:
     return {"jsonrpc": "2.0", "id": mid, "method": method, "params": params}
 
 
-def session(out: Path, steps: list, flags=(), timeout=60) -> tuple[dict, dict]:
-    """Runs the proxy in front of wire_server.py and sends each step's lines (dicts, or text as
-    written) once every request of the step before was answered; a step may be a function of the
-    responses so far. Returns the responses by id, parsed and as printed (without whitespace
-    outside strings)."""
-    command = [LRO, "proxy", "--output-dir", str(out), *flags, "--", *WIRE]
+def session(out: Path, steps: list, flags=(), timeout=60, upstream=("--", *WIRE)) -> tuple[dict, dict]:
+    """Runs the proxy in front of wire_server.py (or `upstream`) and sends each step's lines
+    (dicts, or text as written) once every request of the step before was answered; a step may
+    be a function of the responses so far. Returns the responses by id, parsed and as printed
+    (without whitespace outside strings); a printed line that is not one whole message fails."""
+    command = [LRO, "proxy", "--output-dir", str(out), *flags, *upstream]
     proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     printed, errors = [], []
     threading.Thread(target=lambda: printed.extend(proc.stdout), daemon=True).start()
@@ -138,6 +140,63 @@ def test_numbers_and_strings_arrive_as_the_server_sent_them(tmp_path, mode):
     assert '"size":123456789012345678901234567890,"_meta":' + VALUES in raw["8"], raw["8"]
     descriptor(parsed["7"]["result"])
     assert '"_meta":' + VALUES in raw["7"], "an offloaded result keeps the rest as sent"
+
+
+class Pretty(http.server.BaseHTTPRequestHandler):
+    """A streamable HTTP server that prints its JSON over several lines, as a JSON body (`/json`)
+    or as an event with one `data:` line per line (`/sse`)."""
+
+    def log_message(self, *args):
+        pass
+
+    def do_POST(self):
+        message = json.loads(self.rfile.read(int(self.headers["content-length"])))
+        if "id" not in message:
+            self.send_response(202)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
+        if message["method"] == "initialize":
+            result = '{\n  "protocolVersion": "2025-11-25",\n  "capabilities": {\n    "tools": {}\n  },\n' \
+                     '  "serverInfo": {"name": "pretty", "version": "1"}\n}'
+        else:
+            result = '{\n  "content": [\n    {"type": "text", "text": "small"}\n  ],\n  "structuredContent": ' \
+                     + VALUES + "\n}"
+        text = '{\n  "jsonrpc": "2.0",\n  "id": ' + json.dumps(message["id"]) + ',\n  "result": ' + result + "\n}"
+        if self.path == "/sse":
+            body = ("event: message\n" + "".join(f"data: {line}\n" for line in text.split("\n")) + "\n").encode()
+            kind = "text/event-stream"
+        else:
+            body, kind = text.encode(), "application/json"
+        self.send_response(200)
+        self.send_header("Content-Type", kind)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_GET(self):
+        self.send_response(405)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def do_DELETE(self):
+        self.send_response(200)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+
+@pytest.mark.parametrize("path", ["/json", "/sse"])
+def test_a_message_printed_over_several_lines_reaches_the_client_as_one(tmp_path, path):
+    server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), Pretty)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}{path}"
+        parsed, raw = session(tmp_path, [handshake("legacy"), [request("legacy", 1, "tools/call", {"name": "x"})]],
+                              upstream=("--url", url))
+    finally:
+        server.shutdown()
+    assert "resources" in parsed["100"]["result"]["capabilities"], "rewritten, and one line"
+    assert '"structuredContent":' + VALUES in raw["1"], raw["1"]
 
 
 # --- tasks ------------------------------------------------------------------------------------
