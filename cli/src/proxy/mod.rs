@@ -18,6 +18,11 @@
 //! - `resources/*`: offloaded files are readable as `lro://offload/...` resources (`files`).
 //! - the end: when the upstream dies, every request in flight fails at once, naming why.
 //!
+//! This file holds the relay's main flow: the session loop (`serve`) and the routing of
+//! well-formed messages from either side (`Relay::on_client`, `Relay::on_upstream`). What keeps
+//! it whole against broken or hostile input (batches, lines that are not messages, unknown and
+//! duplicate ids, unreadable calls) and fails the requests that will not be answered (an
+//! upstream that died, the grace period after the client closed its input) is `guard`.
 //! `upstream` and `http` turn a child process or a streamable HTTP endpoint into the same pair
 //! of channels; `message` reads the few fields the relay routes on; `edit` changes one member of
 //! a message and keeps the others as the text that arrived.
@@ -25,6 +30,7 @@
 mod bridge;
 mod edit;
 mod files;
+mod guard;
 pub mod http;
 pub mod message;
 mod tasks;
@@ -62,9 +68,7 @@ pub enum Ending {
 /// `lro_extract`'s definition, shared with every other MCP integration.
 pub use lro_host::mcp::Offloader as Settings;
 
-/// How long the proxy keeps relaying after the client closes its input, by default: answers to
-/// requests already made still reach a client that reads to the end (`printf ... | lro proxy`).
-pub const DEFAULT_GRACE: Duration = Duration::from_secs(30);
+pub use guard::DEFAULT_GRACE;
 
 /// Free room a channel must have before the relay takes the next message that may write to it:
 /// one message can make a few (a response and a list-changed notification).
@@ -204,14 +208,7 @@ where
             // queue without bound.
             _ = down_room.reserve_many(ROOM), if !room_down => {}
             _ = up_room.reserve_many(ROOM), if !room_up && client_open => {}
-            () = &mut drain_until, if !client_open => {
-                let waiting = relay.waiting();
-                relay.fail_all(&format!(
-                    "the client closed its input and the upstream did not answer within {} s",
-                    grace.as_secs_f64()
-                ));
-                break Ending::Abandoned(waiting);
-            }
+            () = &mut drain_until, if !client_open => break relay.abandon(grace),
         }
     };
     sweeper.abort();
@@ -305,49 +302,6 @@ impl Relay {
             .count()
     }
 
-    /// A client line the relay cannot route: a batch is taken apart (each message handled as if
-    /// sent alone, each answered alone); anything else is answered with a JSON-RPC error when it
-    /// has an id, so it is never passed upstream uninspected.
-    fn on_client_other(&mut self, line: &[u8], problem: Option<String>) {
-        if line.trim_ascii_start().starts_with(b"[") {
-            match serde_json::from_slice::<Vec<Box<serde_json::value::RawValue>>>(line) {
-                Ok(batch) if !batch.is_empty() => {
-                    for one in batch {
-                        let one = one.get().as_bytes();
-                        if one.trim_ascii_start().starts_with(b"[") {
-                            self.on_client_other(one, Some("a batch inside a batch".into()));
-                        } else {
-                            self.on_client(one.to_vec());
-                        }
-                    }
-                }
-                Ok(_) => self.to_client(message::error_response(
-                    "null",
-                    message::INVALID_REQUEST,
-                    "lro proxy: an empty batch",
-                )),
-                Err(e) => self.to_client(message::error_response(
-                    "null",
-                    message::PARSE_ERROR,
-                    &format!("lro proxy: the batch is not JSON: {e}"),
-                )),
-            }
-            return;
-        }
-        let problem = problem.unwrap_or_else(|| "neither a request, a notification nor a response".into());
-        match message::lenient_id(line) {
-            Some(id) => {
-                let text = format!("lro proxy: invalid request: {problem}");
-                self.to_client(message::error_response(&id, message::INVALID_REQUEST, &text));
-            }
-            None => {
-                eprintln!("lro proxy: a message from the client was dropped: {problem}");
-                let text = format!("lro proxy: {problem}");
-                self.to_client(message::error_response("null", message::PARSE_ERROR, &text));
-            }
-        }
-    }
-
     fn on_client(&mut self, line: Vec<u8>) {
         let (id, method, params) = match message::classify(&line) {
             Ok(Kind::Request { id, method, params }) => (id_key(id), method, params.map(|p| p.get().to_owned())),
@@ -373,19 +327,12 @@ impl Relay {
             Ok(Kind::Other) => return self.on_client_other(&line, None),
             Err(problem) => return self.on_client_other(&line, Some(problem)),
         };
-        if self.pending.contains_key(&id) {
-            // Two requests in flight under one id: the second's answer could not be told from
-            // the first's, so it is refused here and the first still gets its own.
-            let text = format!("lro proxy: request id {id} is already in use by a request in flight");
-            return self.to_client(message::error_response(&id, message::INVALID_REQUEST, &text));
+        if self.refuse_id_in_use(&id) {
+            return;
         }
         let parsed: Option<Value> = match params.as_deref().map(message::parse::<Value>) {
             Some(Ok(value)) => Some(value),
-            Some(Err(problem)) if method == "tools/call" => {
-                // A call the proxy cannot read cannot be intercepted: refused, not passed on.
-                let text = format!("lro proxy: the tools/call params cannot be read: {problem}");
-                return self.to_client(message::error_response(&id, message::INVALID_PARAMS, &text));
-            }
+            Some(Err(problem)) if method == "tools/call" => return self.refuse_unreadable_call(&id, &problem),
             _ => None,
         };
         let modern = message::is_modern(parsed.as_ref());
@@ -465,18 +412,7 @@ impl Relay {
             return self.on_upstream_broken(&line, problem);
         }
         if matches!(classified, Ok(Kind::Other)) && line.trim_ascii_start().starts_with(b"[") {
-            // A batch from the server: each message is routed (and a response intercepted) as
-            // if it came alone.
-            return match serde_json::from_slice::<Vec<Box<serde_json::value::RawValue>>>(&line) {
-                Ok(batch) => {
-                    for one in batch {
-                        if !one.get().trim_ascii_start().starts_with('[') {
-                            self.on_upstream(one.get().as_bytes().to_vec());
-                        }
-                    }
-                }
-                Err(e) => self.on_upstream_broken(&line, &format!("a batch that is not JSON: {e}")),
-            };
+            return self.on_upstream_batch(&line);
         }
         let Ok(Kind::Response { id, result }) = classified else {
             // The server's own requests and notifications reach the client untouched (for a
@@ -503,13 +439,7 @@ impl Relay {
         };
         let key = id_key(id);
         let Some(pending) = self.pending.remove(&key) else {
-            // No request of the client's waits under this id (answered already, cancelled, or
-            // never made): a second answer is dropped, so every request gets exactly one.
-            eprintln!(
-                "lro proxy: the upstream answered id {} that no request is waiting for; the answer was dropped",
-                message::clip(&key, 200)
-            );
-            return;
+            return self.drop_unexpected(&key);
         };
         if self.session.bridged
             && let Some(result) = result
@@ -585,38 +515,6 @@ impl Relay {
         }
     }
 
-    /// A line from the upstream that is not a well-formed message (invalid UTF-8, a duplicate
-    /// key, not JSON). A request it seems to answer gets an error instead, and exactly once: the
-    /// line is never passed on, since the client's parser may read it otherwise than ours.
-    fn on_upstream_broken(&mut self, line: &[u8], problem: &str) {
-        let problem = message::clip(problem, 300);
-        match message::lenient_id(line).and_then(|id| Some((self.pending.remove(&id)?, id))) {
-            Some((pending, id)) => {
-                let text = format!(
-                    "lro proxy: the upstream's answer is not a valid JSON-RPC message ({problem}); it was not forwarded"
-                );
-                eprintln!("{text}");
-                self.answer_error(pending, &id, &text);
-            }
-            None => eprintln!(
-                "lro proxy: a message from the upstream was dropped: {problem} ({} bytes)",
-                line.len()
-            ),
-        }
-    }
-
-    /// Fails the request behind `pending` (taken out of the table) with `text`: the client's own
-    /// id for a request the proxy made on its behalf, nothing for the proxy's own checks.
-    fn answer_error(&mut self, pending: Pending, id: &str, text: &str) {
-        match pending {
-            Pending::ToolCheck => {}
-            Pending::Bridge { client_id, .. } => {
-                self.to_client(message::error_response(&client_id, message::INTERNAL_ERROR, text));
-            }
-            _ => self.to_client(message::error_response(id, message::INTERNAL_ERROR, text)),
-        }
-    }
-
     /// Asks the upstream for its tools (from `cursor`), to refuse one named `lro_extract`
     /// before the client lists them.
     fn check_tools(&mut self, cursor: Option<String>) {
@@ -627,29 +525,6 @@ impl Relay {
         };
         self.pending.insert(key, Pending::ToolCheck);
         self.to_upstream(message::request(&id, "tools/list", &params));
-    }
-
-    /// Fails one request the upstream cannot answer.
-    fn fail(&mut self, id: &str, reason: &str) {
-        let text = format!("lro proxy: {reason}");
-        match self.pending.remove(id) {
-            // A server of the older protocol over HTTP refuses `server/discover` with an HTTP
-            // error (no session yet) rather than "method not found": bridge it all the same.
-            Some(Pending::Discover(meta)) => {
-                let error = message::error_response(id, message::INTERNAL_ERROR, &text);
-                bridge::start(self, id.to_owned(), meta, error);
-            }
-            Some(pending) => self.answer_error(pending, id, &text),
-            None => {}
-        }
-    }
-
-    /// Fails every request in flight, saying why.
-    fn fail_all(&mut self, reason: &str) {
-        let text = format!("lro proxy: {reason}");
-        for (id, pending) in std::mem::take(&mut self.pending) {
-            self.answer_error(pending, &id, &text);
-        }
     }
 }
 
