@@ -6,8 +6,9 @@
 //! notifications. Requests go to the server as the client sent them: the older protocol
 //! ignores the `_meta` keys it does not know.
 
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
+use super::edit::{self, Object};
 use super::message::{self, META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION};
 use super::{Pending, Relay};
 
@@ -30,21 +31,25 @@ const LIST_CHANGES: [(&str, &str); 3] = [
 /// subscriptions are not bridged), then left open until the client cancels it.
 pub fn listen(relay: &mut Relay, id: String, params: Option<&Value>) {
     let asked = params.and_then(|p| p.get("notifications"));
-    let mut accepted = Map::new();
+    let mut accepted = Object::default();
     let mut methods = Vec::new();
     for (key, method) in LIST_CHANGES {
         if asked.and_then(|a| a.get(key)).and_then(Value::as_bool) == Some(true) {
-            accepted.insert(key.into(), Value::Bool(true));
+            accepted.set(key, "true");
             methods.push(method.to_owned());
         }
     }
-    let subscription: Value = serde_json::from_str(&id).unwrap_or(Value::Null);
-    let params = json!({"_meta": {META_SUBSCRIPTION_ID: subscription}, "notifications": accepted});
+    let params = format!("{{\"_meta\":{},\"notifications\":{accepted}}}", subscription_meta(&id));
     relay.to_client(message::notification(
         "notifications/subscriptions/acknowledged",
         Some(&params),
     ));
     relay.session.listen = Some((id, methods));
+}
+
+/// The `_meta` that ties a notification to the listen request `id` (an id key, JSON text).
+fn subscription_meta(id: &str) -> String {
+    format!("{{{}:{id}}}", edit::quoted(META_SUBSCRIPTION_ID))
 }
 
 /// A notification from the server to a bridged client: list changes go on its listen stream
@@ -59,105 +64,96 @@ pub fn notify(relay: &Relay, method: &str, line: Vec<u8>) {
     if !methods.iter().any(|m| m == method) {
         return;
     }
-    let subscription: Value = serde_json::from_str(id).unwrap_or(Value::Null);
-    let params = json!({"_meta": {META_SUBSCRIPTION_ID: subscription}});
+    let params = format!("{{\"_meta\":{}}}", subscription_meta(id));
     relay.to_client(message::notification(method, Some(&params)));
 }
 
 /// The upstream refused `server/discover` (`refusal`): initialise it with the client's
-/// capabilities and name from the discover request's `_meta`.
-pub fn start(relay: &mut Relay, client_id: String, meta: Option<Value>, refusal: Vec<u8>) {
-    let meta = meta.unwrap_or_default();
-    let mut capabilities = meta
+/// capabilities and name from the discover request's `_meta` (JSON text), as the client sent
+/// them but for the proxy's marker.
+pub fn start(relay: &mut Relay, client_id: String, meta: Option<String>, refusal: Vec<u8>) {
+    let meta = meta.as_deref().and_then(Object::parse).unwrap_or_default();
+    let capabilities = meta
         .get(META_CLIENT_CAPABILITIES)
-        .and_then(Value::as_object)
-        .cloned()
+        .and_then(message::mark_proxy)
+        .or_else(|| message::mark_proxy("{}"))
         .unwrap_or_default();
-    message::mark_proxy(&mut capabilities);
-    let mut client_info = meta
+    let default_info = json!({"name": "lro-proxy", "version": env!("CARGO_PKG_VERSION")}).to_string();
+    let client_info = meta
         .get(META_CLIENT_INFO)
-        .and_then(Value::as_object)
-        .cloned()
-        .unwrap_or_else(|| {
-            json!({"name": "lro-proxy", "version": env!("CARGO_PKG_VERSION")})
-                .as_object()
-                .cloned()
-                .unwrap_or_default()
-        });
-    client_info.insert("proxy".into(), Value::Bool(true));
-    let params = json!({"protocolVersion": LEGACY_VERSION, "capabilities": capabilities, "clientInfo": client_info});
+        .and_then(|info| edit::set_at(info, &[], "proxy", "true"))
+        .or_else(|| edit::set_at(&default_info, &[], "proxy", "true"))
+        .unwrap_or_default();
+    let mut params = Object::default();
+    params.set("protocolVersion", edit::quoted(LEGACY_VERSION));
+    params.set("capabilities", capabilities);
+    params.set("clientInfo", client_info);
     let (id, key) = relay.own_ids.take();
     relay.pending.insert(key, Pending::Bridge { client_id, refusal });
-    relay.to_upstream(message::request(&id, "initialize", &params));
+    relay.to_upstream(message::request(&id, "initialize", &params.to_string()));
 }
 
 /// The upstream's `initialize` result: finish its handshake and answer the client's
-/// `server/discover` with the same server, as 2026-07-28 describes it.
+/// `server/discover` with the same server, as 2026-07-28 describes it (what the server declared
+/// as it came).
 pub fn finish(relay: &mut Relay, client_id: &str, result: &str) {
-    let result: Map<String, Value> = message::parse(result).unwrap_or_default();
+    let result = Object::parse(result).unwrap_or_default();
     relay.to_upstream(message::notification("notifications/initialized", None));
     relay.session.bridged = true;
-    let mut discover = Map::new();
-    discover.insert("resultType".into(), json!("complete"));
-    discover.insert("supportedVersions".into(), json!([MODERN_VERSION]));
-    let mut capabilities = result
-        .get("capabilities")
-        .and_then(Value::as_object)
-        .cloned()
-        .unwrap_or_default();
-    capabilities.entry("tools").or_insert_with(|| json!({}));
-    capabilities.entry("resources").or_insert_with(|| json!({}));
-    discover.insert("capabilities".into(), Value::Object(capabilities));
+    let mut discover = Object::default();
+    discover.set("resultType", "\"complete\"");
+    discover.set("supportedVersions", format!("[{}]", edit::quoted(MODERN_VERSION)));
+    let declared = result.get("capabilities").filter(|c| Object::parse(c).is_some());
+    let capabilities = super::add_capabilities(declared).unwrap_or_else(|| declared.unwrap_or("{}").to_owned());
+    discover.set("capabilities", capabilities);
     if let Some(instructions) = result.get("instructions") {
-        discover.insert("instructions".into(), instructions.clone());
+        discover.set("instructions", instructions);
     }
-    discover.insert("ttlMs".into(), json!(0));
-    discover.insert("cacheScope".into(), json!("private"));
+    discover.set("ttlMs", "0");
+    discover.set("cacheScope", "\"private\"");
     if let Some(info) = result.get("serverInfo") {
-        discover.insert("_meta".into(), json!({ META_SERVER_INFO: info }));
+        discover.set("_meta", format!("{{{}:{info}}}", edit::quoted(META_SERVER_INFO)));
     }
-    relay.to_client(message::response(client_id, &Value::Object(discover).to_string()));
+    relay.to_client(message::response(client_id, &discover.to_string()));
     relay.check_tools(None);
 }
 
-/// The result with what a 2026-07-28 client requires added, or `None` when it has it.
+/// The result with what a 2026-07-28 client requires added, or `None` when it has it. Every
+/// member the server sent is kept as it came.
 pub fn stamp(result: &str, pending: &Pending) -> Option<String> {
-    let mut result: Map<String, Value> = message::parse(result).ok()?;
-    let mut changed = false;
-    if !result.contains_key("resultType") {
-        result.insert("resultType".into(), json!("complete"));
-        changed = true;
-    }
+    let mut result = Object::parse(result)?;
+    let mut changed = result.set_default("resultType", "\"complete\"");
     let cacheable = match pending {
         Pending::Plain(method) => matches!(method.as_str(), "prompts/list" | "resources/read"),
         Pending::ToolsList { .. } | Pending::Resources { .. } => true,
         _ => false,
     };
-    if cacheable && result.get("resultType").and_then(Value::as_str) == Some("complete") {
-        for (key, value) in [("ttlMs", json!(0)), ("cacheScope", json!("private"))] {
-            if !result.contains_key(key) {
-                result.insert(key.into(), value);
-                changed = true;
-            }
-        }
+    if cacheable && result.get_str("resultType").as_deref() == Some("complete") {
+        changed |= result.set_default("ttlMs", "0");
+        changed |= result.set_default("cacheScope", "\"private\"");
     }
-    changed.then(|| Value::Object(result).to_string())
+    changed.then(|| result.to_string())
 }
 
 /// A bridged client's request without the 2026-07-28 per-request protocol metadata
 /// (`protocolVersion`, `clientInfo`, `clientCapabilities` in `_meta`): the server holds an
 /// `initialize` session, whose version the metadata contradicts, and a server that checks
-/// (rmcp's HTTP transport) refuses such a request. `None` when there is nothing to remove.
-pub fn unmark(line: &[u8], params: Option<&Value>) -> Option<Vec<u8>> {
-    let mut params = params?.clone();
-    let meta = params.get_mut("_meta")?.as_object_mut()?;
-    let before = meta.len();
-    meta.retain(|key, _| ![META_PROTOCOL_VERSION, META_CLIENT_INFO, META_CLIENT_CAPABILITIES].contains(&key.as_str()));
-    if meta.len() == before {
+/// (rmcp's HTTP transport) refuses such a request. `params` is the request's, JSON text; the
+/// rest is kept as sent. `None` when there is nothing to remove.
+pub fn unmark(line: &[u8], params: Option<&str>) -> Option<Vec<u8>> {
+    let mut params = Object::parse(params?)?;
+    let mut meta = Object::parse(params.get("_meta")?)?;
+    let mut removed = false;
+    for key in [META_PROTOCOL_VERSION, META_CLIENT_INFO, META_CLIENT_CAPABILITIES] {
+        removed |= meta.remove(key);
+    }
+    if !removed {
         return None;
     }
     if meta.is_empty() {
-        params.as_object_mut()?.remove("_meta");
+        params.remove("_meta");
+    } else {
+        params.set("_meta", meta.to_string());
     }
-    message::with_params(line, &params)
+    message::with_params(line, &params.to_string())
 }

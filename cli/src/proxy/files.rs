@@ -12,6 +12,7 @@ use lro_host::ExtractRequest;
 use serde_json::{Map, Value, json};
 
 use super::Relay;
+use super::edit::{self, Object};
 use super::message;
 use super::tools::error_text;
 
@@ -84,10 +85,11 @@ fn template() -> Value {
 }
 
 /// A `resources/list` or `resources/templates/list` page from the upstream with this session's
-/// files (or the template) added to the last page (the one without `nextCursor`).
+/// files (or the template) added to the last page (the one without `nextCursor`); the upstream's
+/// own entries and members as they came.
 pub fn add_to_list(relay: &Relay, result: &str, templates: bool) -> Option<String> {
-    let mut page: Map<String, Value> = message::parse(result).ok()?;
-    if page.contains_key("nextCursor") {
+    let mut page = Object::parse(result)?;
+    if page.contains("nextCursor") {
         return None;
     }
     let key = if templates { "resourceTemplates" } else { "resources" };
@@ -99,9 +101,13 @@ pub fn add_to_list(relay: &Relay, result: &str, templates: bool) -> Option<Strin
     if added.is_empty() {
         return None;
     }
-    let entries = page.entry(key).or_insert_with(|| Value::Array(Vec::new()));
-    entries.as_array_mut()?.extend(added);
-    serde_json::to_string(&page).ok()
+    let mut entries: Vec<String> = match page.get(key) {
+        Some(entries) => edit::elements(entries)?.into_iter().map(str::to_owned).collect(),
+        None => Vec::new(),
+    };
+    entries.extend(added.iter().map(Value::to_string));
+    page.set(key, edit::array(&entries));
+    Some(page.to_string())
 }
 
 /// The list for an upstream without resources: the proxy's own alone.

@@ -15,6 +15,7 @@ use reqwest::{Response, StatusCode};
 use serde_json::Value;
 use tokio::sync::mpsc;
 
+use super::edit::Object;
 use super::message::{self, Kind, META_PROTOCOL_VERSION};
 use super::upstream::{CHANNEL, Link, UpEvent};
 
@@ -91,7 +92,7 @@ pub fn connect(url: &str, headers: HeaderMap) -> anyhow::Result<Link> {
                 Ok(Kind::Request { id, method, .. }) => (method == "initialize", Some(message::id_key(id)), None),
                 Ok(Kind::Notification { method, params }) => {
                     let cancelled = if method == "notifications/cancelled" {
-                        params.and_then(|p| super::cancelled_id(p.get()))
+                        params.and_then(|p| message::cancelled_id(p.get()))
                     } else {
                         None
                     };
@@ -366,12 +367,13 @@ async fn read_reply(shared: &Shared, response: Response, id: Option<&str>, is_in
                     inspect(one.get().as_bytes());
                     let _ = shared
                         .events
-                        .send(UpEvent::Message(one.get().as_bytes().to_vec()))
+                        .send(UpEvent::Message(one_line(one.get().as_bytes().to_vec())))
                         .await;
                 }
             } else {
                 inspect(body.trim_ascii());
-                let _ = shared.events.send(UpEvent::Message(body.trim_ascii().to_vec())).await;
+                let message = one_line(body.trim_ascii().to_vec());
+                let _ = shared.events.send(UpEvent::Message(message)).await;
             }
         }
     }
@@ -379,6 +381,20 @@ async fn read_reply(shared: &Shared, response: Response, id: Option<&str>, is_in
         Ok(())
     } else {
         Err(Failure::Other("ended its answer without a response".to_owned()))
+    }
+}
+
+/// A message as one line, as the client's side (stdio: a message a line) and the relay need it:
+/// a server may print its JSON over several lines (a pretty-printed body, an event's several
+/// `data:` lines). The whitespace between tokens goes; every token stays as sent. Text that is not
+/// UTF-8 is left alone: it is no message, and the relay never forwards it.
+fn one_line(message: Vec<u8>) -> Vec<u8> {
+    if !message.iter().any(|&b| b == b'\n' || b == b'\r') {
+        return message;
+    }
+    match std::str::from_utf8(&message) {
+        Ok(text) => lro_core::json_text::raw::minify(text).into_owned().into_bytes(),
+        Err(_) => message,
     }
 }
 
@@ -436,14 +452,14 @@ async fn read_events(
         }
         for data in ready.drain(..) {
             inspect(&data);
-            if events.send(UpEvent::Message(data)).await.is_err() {
+            if events.send(UpEvent::Message(one_line(data))).await.is_err() {
                 return Ok(());
             }
         }
     }
     if !data.is_empty() {
         inspect(&data);
-        let _ = events.send(UpEvent::Message(data)).await;
+        let _ = events.send(UpEvent::Message(one_line(data))).await;
     }
     Ok(())
 }
@@ -492,9 +508,13 @@ async fn reinitialize(shared: &Shared) -> anyhow::Result<()> {
     let (initialize, initialized) = lock(&shared.handshake).clone();
     let initialize = initialize.context("the client never initialised a session")?;
     *lock(&shared.session) = None;
-    let mut value: Value = serde_json::from_slice(&initialize).context("the saved initialize")?;
-    value["id"] = Value::String("lro-proxy-reinitialize".into());
-    let response = post_request(shared, value.to_string().into_bytes(), None)
+    // Replayed as the client sent it, under an id of the proxy's own.
+    let mut replay = std::str::from_utf8(&initialize)
+        .ok()
+        .and_then(Object::parse)
+        .context("the saved initialize is not a JSON object")?;
+    replay.set("id", "\"lro-proxy-reinitialize\"");
+    let response = post_request(shared, replay.to_string().into_bytes(), None)
         .send()
         .await
         .map_err(|e| anyhow::anyhow!("{}", error_chain(&e)))?;

@@ -2,9 +2,13 @@
 //! and the responses it writes itself. Messages it does not change are forwarded as the bytes
 //! that arrived, so a client and a server see each other exactly as over a direct connection.
 
+use std::collections::HashMap;
+
 use serde::Deserialize;
 use serde_json::value::RawValue;
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
+
+use super::edit::{self, Object};
 
 /// `_meta` key that carries the protocol version on every 2026-07-28 request.
 pub const META_PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
@@ -89,18 +93,19 @@ pub fn classify(line: &[u8]) -> Result<Kind<'_>, String> {
 
 /// The key a request id is tracked by: its value in one canonical spelling, so `1` and `"1"`
 /// stay apart while `"\u0062ig"` and `"big"`, or `-0`, `0` and `0.0`, are one id (a server that
-/// re-spells an id still answers the request it names, as every JSON parser reads it).
+/// re-spells an id still answers the request it names, as every JSON parser reads it). An
+/// integer too large for 64 bits keeps its own spelling, which a parsed value would round.
 pub fn id_key(id: &RawValue) -> String {
     let text = id.get().trim();
     match serde_json::from_str::<Value>(text) {
-        Ok(value) => canonical_id(&value).unwrap_or_else(|| text.to_owned()),
+        Ok(value) => canonical_id(&value, text).unwrap_or_else(|| text.to_owned()),
         Err(_) => text.to_owned(),
     }
 }
 
-/// The canonical spelling of an id value; `None` for what JSON-RPC ids cannot be (objects,
-/// arrays, booleans, null).
-pub fn canonical_id(value: &Value) -> Option<String> {
+/// The canonical spelling of an id value, read from `text`; `None` for what JSON-RPC ids cannot
+/// be (objects, arrays, booleans, null).
+fn canonical_id(value: &Value, text: &str) -> Option<String> {
     match value {
         Value::String(_) => Some(value.to_string()),
         Value::Number(n) => Some(match (n.as_i64(), n.as_u64(), n.as_f64()) {
@@ -108,6 +113,7 @@ pub fn canonical_id(value: &Value) -> Option<String> {
             (_, Some(u), _) => u.to_string(),
             // Integral floats (`-0`, `1.0`, `1e2`) are the integer every client's parser reads.
             (_, _, Some(f)) if f.fract() == 0.0 && f.abs() < 9.0e15 => (f as i64).to_string(),
+            _ if text.trim_start_matches('-').bytes().all(|b| b.is_ascii_digit()) => text.to_owned(),
             _ => n.to_string(),
         }),
         _ => None,
@@ -119,8 +125,23 @@ pub fn canonical_id(value: &Value) -> Option<String> {
 /// exactly one answer.
 pub fn lenient_id(line: &[u8]) -> Option<String> {
     let text = String::from_utf8_lossy(line);
-    let value: Value = serde_json::from_str(&text).ok()?;
-    canonical_id(value.get("id")?)
+    // A map, not a struct: a repeated key is read as the last one, as a forgiving parser does.
+    let members: HashMap<String, Box<RawValue>> = serde_json::from_str(&text).ok()?;
+    let id = members.get("id")?;
+    let value: Value = serde_json::from_str(id.get()).ok()?;
+    canonical_id(&value, id.get())
+}
+
+/// The `requestId` of `notifications/cancelled` params, as an id key.
+pub fn cancelled_id(params: &str) -> Option<String> {
+    #[derive(Deserialize)]
+    struct Cancelled<'a> {
+        #[serde(borrow, rename = "requestId")]
+        request_id: &'a RawValue,
+    }
+    let cancelled: Cancelled<'_> = serde_json::from_str(params).ok()?;
+    let value: Value = serde_json::from_str(cancelled.request_id.get()).ok()?;
+    canonical_id(&value, cancelled.request_id.get())
 }
 
 /// Ids for the proxy's own requests to the upstream: a random part per session, so no client
@@ -160,26 +181,28 @@ pub fn error_response(id: &str, code: i64, message: &str) -> Vec<u8> {
     format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"error\":{error}}}").into_bytes()
 }
 
-/// A request the proxy sends on its own behalf, one line.
-pub fn request(id: &str, method: &str, params: &Value) -> Vec<u8> {
-    let message = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
-    message.to_string().into_bytes()
+/// A request the proxy sends on its own behalf, one line; `params` is JSON text.
+pub fn request(id: &str, method: &str, params: &str) -> Vec<u8> {
+    let (id, method) = (edit::quoted(id), edit::quoted(method));
+    format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":{method},\"params\":{params}}}").into_bytes()
 }
 
-/// A notification, one line.
-pub fn notification(method: &str, params: Option<&Value>) -> Vec<u8> {
-    let mut message = json!({"jsonrpc": "2.0", "method": method});
-    if let Some(params) = params {
-        message["params"] = params.clone();
+/// A notification, one line; `params` is JSON text.
+pub fn notification(method: &str, params: Option<&str>) -> Vec<u8> {
+    let method = edit::quoted(method);
+    match params {
+        Some(params) => format!("{{\"jsonrpc\":\"2.0\",\"method\":{method},\"params\":{params}}}"),
+        None => format!("{{\"jsonrpc\":\"2.0\",\"method\":{method}}}"),
     }
-    message.to_string().into_bytes()
+    .into_bytes()
 }
 
-/// The same message with `params` replaced.
-pub fn with_params(line: &[u8], params: &Value) -> Option<Vec<u8>> {
-    let mut message: Map<String, Value> = parse(std::str::from_utf8(line).ok()?).ok()?;
-    message.insert("params".into(), params.clone());
-    serde_json::to_vec(&message).ok()
+/// The same message with `params` (JSON text) in place of its own; every other member as it
+/// came.
+pub fn with_params(line: &[u8], params: &str) -> Option<Vec<u8>> {
+    let mut message = Object::parse(std::str::from_utf8(line).ok()?)?;
+    message.set("params", params);
+    Some(message.to_string().into_bytes())
 }
 
 /// The same response with `result` replaced (its text already JSON).
@@ -187,24 +210,11 @@ pub fn with_result(id: &RawValue, result: &str) -> Vec<u8> {
     response(&id_key(id), result)
 }
 
-/// The object at `key` in `object`, created empty when absent or not an object.
-pub fn object_at<'v>(object: &'v mut Map<String, Value>, key: &str) -> &'v mut Map<String, Value> {
-    let slot = object
-        .entry(key.to_owned())
-        .or_insert_with(|| Value::Object(Map::new()));
-    if !slot.is_object() {
-        *slot = Value::Object(Map::new());
-    }
-    match slot {
-        Value::Object(map) => map,
-        _ => unreachable!("replaced by an object above"),
-    }
-}
-
-/// Marks client capabilities as an LRO proxy's (`experimental.lro.proxy`, the spec's marker that
-/// survives every SDK), so an LRO-aware server sends full results.
-pub fn mark_proxy(capabilities: &mut Map<String, Value>) {
-    object_at(object_at(capabilities, "experimental"), "lro").insert("proxy".into(), Value::Bool(true));
+/// Client capabilities (JSON text) marked as an LRO proxy's (`experimental.lro.proxy`, the
+/// spec's marker that survives every SDK), so an LRO-aware server sends full results; `None`
+/// when they are not an object.
+pub fn mark_proxy(capabilities: &str) -> Option<String> {
+    edit::set_at(capabilities, &["experimental", "lro"], "proxy", "true")
 }
 
 /// True when a request's params carry the 2026-07-28 `_meta` protocol version.
@@ -262,6 +272,16 @@ mod tests {
         assert_eq!(key("1e2"), key("100"));
         assert_ne!(key("1"), key(r#""1""#));
         assert_ne!(key("1.5"), key("1"));
+        let huge = "-123456789012345678901234567890";
+        assert_eq!(key(huge), huge, "not rounded to 1.2345678901234568e29");
+        assert_eq!(
+            cancelled_id(&format!("{{\"requestId\":{huge}}}")),
+            Some(huge.to_owned())
+        );
+        assert_eq!(
+            lenient_id(format!("{{\"id\":{huge},\"id\":{huge}}}").as_bytes()),
+            Some(huge.to_owned())
+        );
     }
 
     #[test]

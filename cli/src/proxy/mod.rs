@@ -13,17 +13,27 @@
 //! - `tools/list`: every page goes through the component's `rewrite_tools`; the last one gains
 //!   `lro_extract` (`tools`).
 //! - `tools/call`: `lro_extract` runs here in the sandboxed extractor; every other call's
-//!   complete result goes through the component's `intercept` (`tools`).
+//!   complete result goes through the component's `intercept` (`tools`), and so does the result
+//!   of a task the call created, fetched later with `tasks/result` or `tasks/get` (`tasks`).
 //! - `resources/*`: offloaded files are readable as `lro://offload/...` resources (`files`).
 //! - the end: when the upstream dies, every request in flight fails at once, naming why.
 //!
+//! This file holds the relay's main flow: the session loop (`serve`) and the routing of
+//! well-formed messages from either side (`Relay::on_client`, `Relay::on_upstream`). What keeps
+//! it whole against broken or hostile input (batches, lines that are not messages, unknown and
+//! duplicate ids, unreadable calls) and fails the requests that will not be answered (an
+//! upstream that died, the grace period after the client closed its input) is `guard`.
 //! `upstream` and `http` turn a child process or a streamable HTTP endpoint into the same pair
-//! of channels; `message` reads the few fields the relay routes on.
+//! of channels; `message` reads the few fields the relay routes on; `edit` changes one member of
+//! a message and keeps the others as the text that arrived.
 
 mod bridge;
+mod edit;
 mod files;
+mod guard;
 pub mod http;
 pub mod message;
+mod tasks;
 mod tools;
 pub mod upstream;
 
@@ -31,10 +41,11 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::sync::mpsc;
 
+use edit::Object;
 use message::{Kind, id_key};
 use upstream::{Link, UpEvent};
 
@@ -57,9 +68,7 @@ pub enum Ending {
 /// `lro_extract`'s definition, shared with every other MCP integration.
 pub use lro_host::mcp::Offloader as Settings;
 
-/// How long the proxy keeps relaying after the client closes its input, by default: answers to
-/// requests already made still reach a client that reads to the end (`printf ... | lro proxy`).
-pub const DEFAULT_GRACE: Duration = Duration::from_secs(30);
+pub use guard::DEFAULT_GRACE;
 
 /// Free room a channel must have before the relay takes the next message that may write to it:
 /// one message can make a few (a response and a list-changed notification).
@@ -70,16 +79,21 @@ enum Pending {
     Plain(String),
     /// `initialize`: the answer's capabilities gain `tools` and `resources`.
     Initialize,
-    /// `server/discover` (2026-07-28): likewise; the request's `_meta`, to bridge to an
-    /// upstream that knows only `initialize`.
-    Discover(Option<Value>),
+    /// `server/discover` (2026-07-28): likewise; the request's `_meta` (JSON text), to bridge to
+    /// an upstream that knows only `initialize`.
+    Discover(Option<String>),
     /// The proxy's own `initialize` of an upstream that knows only that handshake, for the
     /// 2026-07-28 client whose `server/discover` (this id, and the upstream's refusal) it answers.
     Bridge { client_id: String, refusal: Vec<u8> },
     /// `tools/list`: rewritten; `modern` when the request was 2026-07-28.
     ToolsList { modern: bool },
-    /// `tools/call` of an upstream tool: intercepted.
+    /// `tools/call` of an upstream tool: intercepted; a task it creates is remembered.
     ToolsCall(tools::Call),
+    /// `tasks/result` of a task a `tools/call` created (its id, and the call): intercepted as
+    /// that call's result.
+    TaskResult { task: String, call: tools::Call },
+    /// `tasks/get` of such a task: a completed task's result inline (2026-07-28) is intercepted.
+    TaskGet { task: String, call: tools::Call },
     /// `resources/list` and `resources/templates/list`: the offloaded files are added.
     Resources { templates: bool, modern: bool },
     /// The proxy's own check of the upstream's tools (for a tool named `lro_extract`).
@@ -151,6 +165,7 @@ where
         pending: HashMap::new(),
         session: Session::default(),
         files: Arc::new(Mutex::new(Vec::new())),
+        tasks: tasks::Tasks::default(),
         own_ids: message::OwnIds::default(),
         calls: Arc::new(tokio::sync::Semaphore::new(
             std::thread::available_parallelism().map_or(2, |n| n.get().max(2)),
@@ -193,14 +208,7 @@ where
             // queue without bound.
             _ = down_room.reserve_many(ROOM), if !room_down => {}
             _ = up_room.reserve_many(ROOM), if !room_up && client_open => {}
-            () = &mut drain_until, if !client_open => {
-                let waiting = relay.waiting();
-                relay.fail_all(&format!(
-                    "the client closed its input and the upstream did not answer within {} s",
-                    grace.as_secs_f64()
-                ));
-                break Ending::Abandoned(waiting);
-            }
+            () = &mut drain_until, if !client_open => break relay.abandon(grace),
         }
     };
     sweeper.abort();
@@ -238,6 +246,7 @@ struct Relay {
     pending: HashMap<String, Pending>,
     session: Session,
     files: Arc<Mutex<Vec<files::Offloaded>>>,
+    tasks: tasks::Tasks,
     own_ids: message::OwnIds,
     /// Component calls running at once (intercept, extract, list, read): each may use the
     /// component's whole memory limit, so a client that sends many large calls at once gets
@@ -293,55 +302,12 @@ impl Relay {
             .count()
     }
 
-    /// A client line the relay cannot route: a batch is taken apart (each message handled as if
-    /// sent alone, each answered alone); anything else is answered with a JSON-RPC error when it
-    /// has an id, so it is never passed upstream uninspected.
-    fn on_client_other(&mut self, line: &[u8], problem: Option<String>) {
-        if line.trim_ascii_start().starts_with(b"[") {
-            match serde_json::from_slice::<Vec<Box<serde_json::value::RawValue>>>(line) {
-                Ok(batch) if !batch.is_empty() => {
-                    for one in batch {
-                        let one = one.get().as_bytes();
-                        if one.trim_ascii_start().starts_with(b"[") {
-                            self.on_client_other(one, Some("a batch inside a batch".into()));
-                        } else {
-                            self.on_client(one.to_vec());
-                        }
-                    }
-                }
-                Ok(_) => self.to_client(message::error_response(
-                    "null",
-                    message::INVALID_REQUEST,
-                    "lro proxy: an empty batch",
-                )),
-                Err(e) => self.to_client(message::error_response(
-                    "null",
-                    message::PARSE_ERROR,
-                    &format!("lro proxy: the batch is not JSON: {e}"),
-                )),
-            }
-            return;
-        }
-        let problem = problem.unwrap_or_else(|| "neither a request, a notification nor a response".into());
-        match message::lenient_id(line) {
-            Some(id) => {
-                let text = format!("lro proxy: invalid request: {problem}");
-                self.to_client(message::error_response(&id, message::INVALID_REQUEST, &text));
-            }
-            None => {
-                eprintln!("lro proxy: a message from the client was dropped: {problem}");
-                let text = format!("lro proxy: {problem}");
-                self.to_client(message::error_response("null", message::PARSE_ERROR, &text));
-            }
-        }
-    }
-
     fn on_client(&mut self, line: Vec<u8>) {
         let (id, method, params) = match message::classify(&line) {
             Ok(Kind::Request { id, method, params }) => (id_key(id), method, params.map(|p| p.get().to_owned())),
             Ok(Kind::Notification { method, params }) => {
                 if method == "notifications/cancelled"
-                    && let Some(id) = params.and_then(|p| cancelled_id(p.get()))
+                    && let Some(id) = params.and_then(|p| message::cancelled_id(p.get()))
                 {
                     self.pending.remove(&id);
                     if self.session.listen.as_ref().is_some_and(|(listen, _)| *listen == id) {
@@ -361,24 +327,17 @@ impl Relay {
             Ok(Kind::Other) => return self.on_client_other(&line, None),
             Err(problem) => return self.on_client_other(&line, Some(problem)),
         };
-        if self.pending.contains_key(&id) {
-            // Two requests in flight under one id: the second's answer could not be told from
-            // the first's, so it is refused here and the first still gets its own.
-            let text = format!("lro proxy: request id {id} is already in use by a request in flight");
-            return self.to_client(message::error_response(&id, message::INVALID_REQUEST, &text));
+        if self.refuse_id_in_use(&id) {
+            return;
         }
         let parsed: Option<Value> = match params.as_deref().map(message::parse::<Value>) {
             Some(Ok(value)) => Some(value),
-            Some(Err(problem)) if method == "tools/call" => {
-                // A call the proxy cannot read cannot be intercepted: refused, not passed on.
-                let text = format!("lro proxy: the tools/call params cannot be read: {problem}");
-                return self.to_client(message::error_response(&id, message::INVALID_PARAMS, &text));
-            }
+            Some(Err(problem)) if method == "tools/call" => return self.refuse_unreadable_call(&id, &problem),
             _ => None,
         };
         let modern = message::is_modern(parsed.as_ref());
         let line = if self.session.bridged && modern {
-            bridge::unmark(&line, parsed.as_ref()).unwrap_or(line)
+            bridge::unmark(&line, params.as_deref()).unwrap_or(line)
         } else {
             line
         };
@@ -386,16 +345,18 @@ impl Relay {
             "initialize" => {
                 self.session.initialize_params = params.clone();
                 self.pending.insert(id, Pending::Initialize);
-                let marked = parsed.and_then(|mut p| {
-                    let object = p.as_object_mut()?;
-                    message::mark_proxy(message::object_at(object, "capabilities"));
-                    message::object_at(object, "clientInfo").insert("proxy".into(), Value::Bool(true));
+                let marked = params.as_deref().and_then(|p| {
+                    let p = edit::set_at(p, &["capabilities", "experimental", "lro"], "proxy", "true")?;
+                    let p = edit::set_at(&p, &["clientInfo"], "proxy", "true")?;
                     message::with_params(&line, &p)
                 });
                 self.to_upstream(marked.unwrap_or(line));
             }
             "server/discover" => {
-                let meta = parsed.as_ref().and_then(|p| p.get("_meta")).cloned();
+                let meta = params
+                    .as_deref()
+                    .and_then(Object::parse)
+                    .and_then(|p| Some(p.get("_meta")?.to_owned()));
                 self.pending.insert(id, Pending::Discover(meta));
                 self.to_upstream(line);
             }
@@ -403,12 +364,12 @@ impl Relay {
                 self.pending.insert(id, Pending::ToolsList { modern });
                 self.to_upstream(line);
             }
-            "tools/call" => match tools::Call::from_params(parsed.as_ref(), modern, &self.session) {
+            "tools/call" => match tools::Call::from_params(params.as_deref(), modern, &self.session) {
                 Some(call) if call.tool == tools::EXTRACT_TOOL => tools::extract(self, id, call),
                 Some(call) => {
                     // A bridged server's `initialize` carried the marker.
                     let marked = (!self.session.bridged)
-                        .then(|| call.marked_line(&line, parsed.as_ref()))
+                        .then(|| call.marked_line(&line, params.as_deref()))
                         .flatten();
                     self.pending.insert(id, Pending::ToolsCall(call));
                     self.to_upstream(marked.unwrap_or(line));
@@ -418,6 +379,19 @@ impl Relay {
                     self.to_upstream(line);
                 }
             },
+            "tasks/result" | "tasks/get" => {
+                let task = params
+                    .as_deref()
+                    .and_then(Object::parse)
+                    .and_then(|p| p.get_str("taskId"));
+                let pending = match task.and_then(|task| Some((self.tasks.get(&task)?.clone(), task))) {
+                    Some((call, task)) if method == "tasks/result" => Pending::TaskResult { task, call },
+                    Some((call, task)) => Pending::TaskGet { task, call },
+                    None => Pending::Plain(method),
+                };
+                self.pending.insert(id, pending);
+                self.to_upstream(line);
+            }
             "resources/list" | "resources/templates/list" => {
                 let templates = method == "resources/templates/list";
                 self.pending.insert(id, Pending::Resources { templates, modern });
@@ -438,18 +412,7 @@ impl Relay {
             return self.on_upstream_broken(&line, problem);
         }
         if matches!(classified, Ok(Kind::Other)) && line.trim_ascii_start().starts_with(b"[") {
-            // A batch from the server: each message is routed (and a response intercepted) as
-            // if it came alone.
-            return match serde_json::from_slice::<Vec<Box<serde_json::value::RawValue>>>(&line) {
-                Ok(batch) => {
-                    for one in batch {
-                        if !one.get().trim_ascii_start().starts_with('[') {
-                            self.on_upstream(one.get().as_bytes().to_vec());
-                        }
-                    }
-                }
-                Err(e) => self.on_upstream_broken(&line, &format!("a batch that is not JSON: {e}")),
-            };
+            return self.on_upstream_batch(&line);
         }
         let Ok(Kind::Response { id, result }) = classified else {
             // The server's own requests and notifications reach the client untouched (for a
@@ -476,13 +439,7 @@ impl Relay {
         };
         let key = id_key(id);
         let Some(pending) = self.pending.remove(&key) else {
-            // No request of the client's waits under this id (answered already, cancelled, or
-            // never made): a second answer is dropped, so every request gets exactly one.
-            eprintln!(
-                "lro proxy: the upstream answered id {} that no request is waiting for; the answer was dropped",
-                message::clip(&key, 200)
-            );
-            return;
+            return self.drop_unexpected(&key);
         };
         if self.session.bridged
             && let Some(result) = result
@@ -508,6 +465,11 @@ impl Relay {
                     );
                     self.to_client(retarget(&refusal, &client_id));
                 }
+                Pending::TaskResult { task, .. } => {
+                    // The task's own failure, or the end of it: its result is delivered.
+                    self.tasks.remove(&task);
+                    self.to_client(line);
+                }
                 Pending::ToolCheck => {}
                 _ => self.to_client(line),
             };
@@ -521,7 +483,30 @@ impl Relay {
                 self.to_client(changed.unwrap_or(line));
             }
             Pending::ToolsList { .. } => tools::list(self, key, result.to_owned()),
-            Pending::ToolsCall(call) => tools::intercept(self, call, line),
+            Pending::ToolsCall(call) => match tasks::created(result) {
+                Some(task) => {
+                    self.tasks.insert(task, call);
+                    self.to_client(line);
+                }
+                None => tools::intercept(self, call, line, tools::Place::Result),
+            },
+            Pending::TaskResult { task, call } => {
+                self.tasks.remove(&task);
+                tools::intercept(self, call, line, tools::Place::Result);
+            }
+            Pending::TaskGet { task, call } => {
+                // A task's outcome inline (the 2026-07-28 tasks extension): a completed task's
+                // result, or a failed one's error, is its delivery.
+                if edit::member(result, "result").is_some() {
+                    self.tasks.remove(&task);
+                    tools::intercept(self, call, line, tools::Place::Inline);
+                } else {
+                    if edit::member(result, "error").is_some() {
+                        self.tasks.remove(&task);
+                    }
+                    self.to_client(line);
+                }
+            }
             Pending::Resources { templates, .. } => {
                 let added = files::add_to_list(self, result, templates).map(|r| message::response(&key, &r));
                 self.to_client(added.unwrap_or(line));
@@ -530,89 +515,26 @@ impl Relay {
         }
     }
 
-    /// A line from the upstream that is not a well-formed message (invalid UTF-8, a duplicate
-    /// key, not JSON). A request it seems to answer gets an error instead, and exactly once: the
-    /// line is never passed on, since the client's parser may read it otherwise than ours.
-    fn on_upstream_broken(&mut self, line: &[u8], problem: &str) {
-        let problem = message::clip(problem, 300);
-        match message::lenient_id(line).and_then(|id| Some((self.pending.remove(&id)?, id))) {
-            Some((pending, id)) => {
-                let text = format!(
-                    "lro proxy: the upstream's answer is not a valid JSON-RPC message ({problem}); it was not forwarded"
-                );
-                eprintln!("{text}");
-                self.answer_error(pending, &id, &text);
-            }
-            None => eprintln!(
-                "lro proxy: a message from the upstream was dropped: {problem} ({} bytes)",
-                line.len()
-            ),
-        }
-    }
-
-    /// Fails the request behind `pending` (taken out of the table) with `text`: the client's own
-    /// id for a request the proxy made on its behalf, nothing for the proxy's own checks.
-    fn answer_error(&mut self, pending: Pending, id: &str, text: &str) {
-        match pending {
-            Pending::ToolCheck => {}
-            Pending::Bridge { client_id, .. } => {
-                self.to_client(message::error_response(&client_id, message::INTERNAL_ERROR, text));
-            }
-            _ => self.to_client(message::error_response(id, message::INTERNAL_ERROR, text)),
-        }
-    }
-
     /// Asks the upstream for its tools (from `cursor`), to refuse one named `lro_extract`
     /// before the client lists them.
     fn check_tools(&mut self, cursor: Option<String>) {
         let (id, key) = self.own_ids.take();
         let params = match cursor {
-            Some(cursor) => serde_json::json!({"cursor": cursor}),
-            None => serde_json::json!({}),
+            Some(cursor) => format!("{{\"cursor\":{}}}", edit::quoted(&cursor)),
+            None => "{}".to_owned(),
         };
         self.pending.insert(key, Pending::ToolCheck);
         self.to_upstream(message::request(&id, "tools/list", &params));
     }
-
-    /// Fails one request the upstream cannot answer.
-    fn fail(&mut self, id: &str, reason: &str) {
-        let text = format!("lro proxy: {reason}");
-        match self.pending.remove(id) {
-            // A server of the older protocol over HTTP refuses `server/discover` with an HTTP
-            // error (no session yet) rather than "method not found": bridge it all the same.
-            Some(Pending::Discover(meta)) => {
-                let error = message::error_response(id, message::INTERNAL_ERROR, &text);
-                bridge::start(self, id.to_owned(), meta, error);
-            }
-            Some(pending) => self.answer_error(pending, id, &text),
-            None => {}
-        }
-    }
-
-    /// Fails every request in flight, saying why.
-    fn fail_all(&mut self, reason: &str) {
-        let text = format!("lro proxy: {reason}");
-        for (id, pending) in std::mem::take(&mut self.pending) {
-            self.answer_error(pending, &id, &text);
-        }
-    }
 }
 
-/// A response with its id replaced.
+/// A response with its id replaced; every other member as it came.
 fn retarget(line: &[u8], id: &str) -> Vec<u8> {
-    let Ok(mut value) = serde_json::from_slice::<Value>(line) else {
+    let Some(mut response) = std::str::from_utf8(line).ok().and_then(Object::parse) else {
         return line.to_vec();
     };
-    if let Ok(id) = serde_json::from_str::<Value>(id) {
-        value["id"] = id;
-    }
-    value.to_string().into_bytes()
-}
-
-/// The `requestId` of `notifications/cancelled` params, as an id key.
-pub(super) fn cancelled_id(params: &str) -> Option<String> {
-    let value: Value = serde_json::from_str(params).ok()?;
-    message::canonical_id(value.get("requestId")?)
+    response.set("id", id);
+    response.to_string().into_bytes()
 }
 
 fn method_not_found(line: &[u8]) -> bool {
@@ -624,16 +546,22 @@ fn method_not_found(line: &[u8]) -> bool {
 
 /// An `initialize` or `server/discover` result with the capabilities the proxy adds: `tools`
 /// (it lists `lro_extract`) and `resources` (the offloaded files), each only when the server
-/// lacks it; everything the server declared is forwarded as declared.
+/// lacks it; everything the server declared is forwarded as it came.
 fn with_capabilities(result: &str) -> Option<String> {
-    let mut result: Map<String, Value> = message::parse(result).ok()?;
-    let capabilities = message::object_at(&mut result, "capabilities");
-    if capabilities.contains_key("tools") && capabilities.contains_key("resources") {
-        return None;
+    let mut result = Object::parse(result)?;
+    let capabilities = add_capabilities(result.get("capabilities"))?;
+    result.set("capabilities", capabilities);
+    Some(result.to_string())
+}
+
+/// The server's capabilities (JSON text) with `tools` and `resources` added where absent, the
+/// rest as declared; `None` when it has both.
+fn add_capabilities(declared: Option<&str>) -> Option<String> {
+    match declared.and_then(Object::parse) {
+        Some(mut capabilities) => {
+            let added = capabilities.set_default("tools", "{}") | capabilities.set_default("resources", "{}");
+            added.then(|| capabilities.to_string())
+        }
+        None => Some(r#"{"tools":{},"resources":{}}"#.to_owned()),
     }
-    capabilities.entry("tools").or_insert_with(|| Value::Object(Map::new()));
-    capabilities
-        .entry("resources")
-        .or_insert_with(|| Value::Object(Map::new()));
-    serde_json::to_string(&result).ok()
 }

@@ -1,6 +1,7 @@
 //! Tools through the proxy: `tools/list` rewritten by the component (no `outputSchema` where a
-//! descriptor may replace the result, `lro_extract` appended), `tools/call` results intercepted,
-//! and `lro_extract` answered here by the sandboxed extractor.
+//! descriptor may replace the result, `lro_extract` appended), `tools/call` results (and the
+//! results of the tasks they create, `super::tasks`) intercepted, and `lro_extract` answered here
+//! by the sandboxed extractor.
 
 pub use lro_host::mcp::{EXTRACT_TOOL, error_text};
 use lro_host::{ToolCall, ToolOutcome};
@@ -8,11 +9,13 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
+use super::edit::{self, Object};
 use super::files::Offloaded;
 use super::message::{self, META_CLIENT_CAPABILITIES};
 use super::{Relay, Session};
 
-/// A `tools/call` in flight.
+/// A `tools/call` in flight, or the call behind a task.
+#[derive(Clone)]
 pub struct Call {
     /// The tool's name.
     pub tool: String,
@@ -26,15 +29,14 @@ pub struct Call {
 }
 
 impl Call {
-    /// The call in a `tools/call` request's params; `None` when they have no tool name.
-    pub fn from_params(params: Option<&Value>, modern: bool, session: &Session) -> Option<Call> {
-        let params = params?;
-        let tool = params.get("name")?.as_str()?.to_owned();
-        let arguments = params
-            .get("arguments")
-            .map_or_else(|| "{}".to_owned(), Value::to_string);
+    /// The call in a `tools/call` request's params (JSON text, read as sent); `None` when they
+    /// have no tool name.
+    pub fn from_params(params: Option<&str>, modern: bool, session: &Session) -> Option<Call> {
+        let params = Object::parse(params?)?;
+        let tool = params.get_str("name")?;
+        let arguments = params.get("arguments").unwrap_or("{}").to_owned();
         let meta = if modern {
-            params.get("_meta").map(Value::to_string)
+            params.get("_meta").map(str::to_owned)
         } else {
             session.initialize_params.clone()
         };
@@ -49,14 +51,19 @@ impl Call {
     /// The request as sent upstream: for 2026-07-28, whose capabilities travel in each
     /// request's `_meta`, they gain the proxy marker; an older request is sent as it came (its
     /// `initialize` carried the marker).
-    pub fn marked_line(&self, line: &[u8], params: Option<&Value>) -> Option<Vec<u8>> {
+    pub fn marked_line(&self, line: &[u8], params: Option<&str>) -> Option<Vec<u8>> {
         if !self.modern {
             return None;
         }
-        let mut params = params?.clone();
-        let meta = params.get_mut("_meta")?.as_object_mut()?;
-        message::mark_proxy(message::object_at(meta, META_CLIENT_CAPABILITIES));
-        message::with_params(line, &params)
+        let mut params = Object::parse(params?)?;
+        let meta = edit::set_at(
+            params.get("_meta")?,
+            &[META_CLIENT_CAPABILITIES, "experimental", "lro"],
+            "proxy",
+            "true",
+        )?;
+        params.set("_meta", meta);
+        message::with_params(line, &params.to_string())
     }
 }
 
@@ -91,23 +98,42 @@ struct ResultHead<'a> {
     result_type: Option<&'a str>,
 }
 
-/// Sends a `tools/call` answer on: a complete result goes through the component's `intercept`
-/// (offloaded to a file and replaced by a descriptor when large); an error result, an input
-/// request or a task goes on as it came. The file holds exactly what the upstream sent: the
-/// component reads the result's own text.
-pub fn intercept(relay: &Relay, call: Call, line: Vec<u8>) {
+/// Where a tool's result is in an answer.
+#[derive(Clone, Copy)]
+pub enum Place {
+    /// The answer's `result` (`tools/call`, `tasks/result`).
+    Result,
+    /// The `result` member of the answer's `result`: a completed task's, inline in `tasks/get`
+    /// (the 2026-07-28 tasks extension).
+    Inline,
+}
+
+/// Sends an answer holding a tool's result (at `place`) on: a complete result goes through the
+/// component's `intercept` (offloaded to a file and replaced by a descriptor when large); an
+/// error result, an input request or a task goes on as it came. The file holds exactly what the
+/// upstream sent: the component reads the result's own text, and the members it does not
+/// replace (and the rest of the answer) are forwarded as they came.
+pub fn intercept(relay: &Relay, call: Call, line: Vec<u8>, place: Place) {
     let settings = relay.settings.clone();
     let down = relay.down.clone();
     let files = relay.files.clone();
     relay.component(move || {
         let Ok(super::message::Kind::Response {
             id: raw_id,
-            result: Some(result),
+            result: Some(answer),
         }) = message::classify(&line)
         else {
             return;
         };
-        let complete = serde_json::from_str::<ResultHead<'_>>(result.get())
+        let result = match place {
+            Place::Result => Some(answer.get()),
+            Place::Inline => edit::member(answer.get(), "result"),
+        };
+        let Some(result) = result else {
+            let _ = down.blocking_send(line.clone());
+            return;
+        };
+        let complete = serde_json::from_str::<ResultHead<'_>>(result)
             .is_ok_and(|head| head.result_type.is_none_or(|t| t == "complete"));
         if !complete {
             let _ = down.blocking_send(line.clone());
@@ -116,39 +142,44 @@ pub fn intercept(relay: &Relay, call: Call, line: Vec<u8>) {
         let tool_call = ToolCall {
             tool: call.tool.clone(),
             arguments: call.arguments.clone(),
-            result: result.get().to_owned(),
+            result: result.to_owned(),
             meta: call.meta.clone(),
         };
         let forward = match settings.runtime.intercept(&settings.config, &tool_call) {
             Ok(ToolOutcome::Unchanged(_)) => None,
+            // The component prints the members it does not replace (`_meta`, ...) its own way.
             Ok(ToolOutcome::Offloaded(offloaded)) => {
                 Offloaded::remember(&files, &call.tool, &offloaded.files, offloaded.tokens);
-                Some(offloaded.result)
+                Some(edit::rebase(result, &offloaded.result))
             }
             Ok(ToolOutcome::Degraded(degraded)) => {
                 eprintln!("lro proxy: {}: {}", call.tool, degraded.warning);
-                Some(degraded.result)
+                Some(edit::rebase(result, &degraded.result))
             }
             // The spec's fallback: the call never fails because offloading did. A result that
             // may be above the threshold (tokens never outnumber bytes) is not forwarded whole
             // though: the reason to offload it holds all the more when the component could not.
-            Err(e) if result.get().len() as u64 > u64::from(settings.config.threshold_tokens) => {
+            Err(e) if result.len() as u64 > u64::from(settings.config.threshold_tokens) => {
                 eprintln!(
                     "lro proxy: {}: the result ({} bytes) could not be offloaded and was cut: {e}",
                     call.tool,
-                    result.get().len()
+                    result.len()
                 );
-                Some(cut_result(
-                    result.get(),
-                    &e.to_string(),
-                    settings.config.threshold_tokens,
-                ))
+                Some(cut_result(result, &e.to_string(), settings.config.threshold_tokens))
             }
             Err(e) => {
                 eprintln!("lro proxy: {}: the result was forwarded as it came: {e}", call.tool);
                 None
             }
         };
+        let forward = forward.and_then(|result| match place {
+            Place::Result => Some(result),
+            Place::Inline => {
+                let mut answer = Object::parse(answer.get())?;
+                answer.set("result", result);
+                Some(answer.to_string())
+            }
+        });
         let _ = down.blocking_send(match forward {
             Some(result) => message::with_result(raw_id, &result),
             None => line.clone(),
@@ -156,21 +187,19 @@ pub fn intercept(relay: &Relay, call: Call, line: Vec<u8>) {
     });
 }
 
-/// The upstream's tools the proxy can list: an entry without a string `name` cannot be called
-/// and would fail the whole page, so it is left out; a tool named `lro_extract` that appears
-/// after the start (through `list_changed`) is hidden by the proxy's own. Each is logged.
-fn listable(tools: Value) -> Value {
-    let Value::Array(items) = tools else {
-        return tools;
-    };
-    let kept = items
+/// The upstream's tools the proxy can list, each as sent: an entry without a string `name`
+/// cannot be called and would fail the whole page, so it is left out; a tool named
+/// `lro_extract` that appears after the start (through `list_changed`) is hidden by the proxy's
+/// own. Each is logged.
+fn listable(tools: Vec<&str>) -> Vec<&str> {
+    tools
         .into_iter()
         .enumerate()
-        .filter(|(i, tool)| match tool.get("name").and_then(Value::as_str) {
+        .filter(|(i, tool)| match Object::parse(tool).and_then(|t| t.get_str("name")).as_deref() {
             None => {
                 eprintln!(
                     "lro proxy: the upstream's tools/list has an entry without a string `name` (tools[{i}]: {}); it is left out",
-                    message::clip(&tool.to_string(), 200)
+                    message::clip(tool, 200)
                 );
                 false
             }
@@ -183,29 +212,49 @@ fn listable(tools: Value) -> Value {
             Some(_) => true,
         })
         .map(|(_, tool)| tool)
-        .collect();
-    Value::Array(kept)
+        .collect()
 }
 
 /// Rewrites one page of the upstream's `tools/list`: `lro_extract` is appended to the last page
-/// (the one without `nextCursor`) only.
+/// (the one without `nextCursor`) only. Every tool and member the component does not change is
+/// forwarded as it came.
 pub fn list(relay: &Relay, id: String, result: String) {
     let settings = relay.settings.clone();
     let down = relay.down.clone();
     relay.component(move || {
         let rewritten = (|| -> Result<String, String> {
-            let mut page: Map<String, Value> = message::parse(&result)
-                .map_err(|e| format!("the upstream's tools/list result is not an object: {e}"))?;
-            let tools = listable(page.remove("tools").unwrap_or(Value::Array(Vec::new()))).to_string();
+            let mut page = Object::parse(&result).ok_or("the upstream's tools/list result is not an object")?;
+            let tools = match page.get("tools") {
+                Some(tools) => edit::elements(tools).ok_or("the upstream's tools/list `tools` is not an array")?,
+                None => Vec::new(),
+            };
+            let tools = listable(tools);
             let mut config = settings.config.clone();
-            config.extract_tool = !page.contains_key("nextCursor");
-            let tools = settings
+            config.extract_tool = !page.contains("nextCursor");
+            let listed = settings
                 .runtime
-                .rewrite_tools(&config, &tools)
+                .rewrite_tools(&config, &edit::array(&tools))
                 .map_err(|e| e.to_string())?;
-            let tools: Box<RawValue> = RawValue::from_string(tools).map_err(|e| e.to_string())?;
-            page.insert("tools".into(), serde_json::to_value(&tools).map_err(|e| e.to_string())?);
-            serde_json::to_string(&page).map_err(|e| e.to_string())
+            let listed = edit::elements(&listed).ok_or("the component's tools are not an array")?;
+            if listed.len() < tools.len() {
+                return Err(format!(
+                    "the component listed {} of {} tools",
+                    listed.len(),
+                    tools.len()
+                ));
+            }
+            // The component keeps the order and appends its own (`lro_extract`).
+            let tools: Vec<String> = listed
+                .iter()
+                .enumerate()
+                .map(|(i, new)| {
+                    tools
+                        .get(i)
+                        .map_or_else(|| (*new).to_owned(), |sent| edit::rebase(sent, new))
+                })
+                .collect();
+            page.set("tools", edit::array(&tools));
+            Ok(page.to_string())
         })();
         let _ = down.blocking_send(match rewritten {
             Ok(page) => message::response(&id, &page),
@@ -281,19 +330,13 @@ fn cut_result(result: &str, reason: &str, threshold_tokens: u32) -> String {
     );
     let text =
         serde_json::json!({"truncated": true, "total_bytes": result.len(), "lro_warning": warning, "preview": preview});
-    let mut cut = Map::new();
-    cut.insert(
-        "content".into(),
-        serde_json::json!([{"type": "text", "text": text.to_string()}]),
-    );
-    if let Some(meta) = head
-        .as_ref()
-        .and_then(|h| h.meta)
-        .and_then(|m| serde_json::from_str(m.get()).ok())
-    {
-        cut.insert("_meta".into(), meta);
+    let mut cut = Object::default();
+    let content = serde_json::json!([{"type": "text", "text": text.to_string()}]);
+    cut.set("content", content.to_string());
+    if let Some(meta) = head.as_ref().and_then(|h| h.meta) {
+        cut.set("_meta", meta.get());
     }
-    Value::Object(cut).to_string()
+    cut.to_string()
 }
 
 /// The first `max` bytes or so of the JSON string literal `raw`, decoded: cut on a character
@@ -343,6 +386,21 @@ mod tests {
                 .contains("limit exceeded: memory")
         );
         assert_eq!(cut["_meta"], serde_json::json!({"k": 1}));
+        let exact = r#"{"content":[{"type":"text","text":"x"}],"_meta":{"n":1E+2}}"#;
+        assert!(cut_result(exact, "why", 100).ends_with(r#","_meta":{"n":1E+2}}"#));
+    }
+
+    #[test]
+    fn a_marked_call_keeps_the_arguments_and_meta_as_sent() {
+        let params = r#"{"name":"t","arguments":{"n":1E+2},"_meta":{"io.modelcontextprotocol/clientCapabilities":{"experimental":{"k":123456789012345678901234567890}}}}"#;
+        let line = format!(r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{params}}}"#);
+        let call = Call::from_params(Some(params), true, &Session::default()).unwrap();
+        assert_eq!((call.tool.as_str(), call.arguments.as_str()), ("t", r#"{"n":1E+2}"#));
+        let marked = String::from_utf8(call.marked_line(line.as_bytes(), Some(params)).unwrap()).unwrap();
+        assert_eq!(
+            marked,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","arguments":{"n":1E+2},"_meta":{"io.modelcontextprotocol/clientCapabilities":{"experimental":{"k":123456789012345678901234567890,"lro":{"proxy":true}}}}}}"#
+        );
     }
 
     #[test]
