@@ -3,7 +3,7 @@
 // the runner algorithm, compared with the same expected files (NAME/expected.json) as the Rust
 // and Python hosts. No case is skipped: a folder without expected.json fails.
 import assert from 'node:assert/strict';
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import {
   chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, realpathSync, rmSync, symlinkSync, writeFileSync,
 } from 'node:fs';
@@ -119,6 +119,16 @@ function normalise(value, dir) {
   return value;
 }
 
+/** Files over this many bytes are compared by size and SHA-256, as the Rust host blesses them. */
+const DIGEST_ABOVE = 65536;
+
+function digestLarge(content) {
+  if (typeof content !== 'string') return content;
+  const data = Buffer.from(content, 'utf8');
+  if (data.length <= DIGEST_ABOVE) return content;
+  return { bytes: data.length, sha256: createHash('sha256').update(data).digest('hex') };
+}
+
 function snapshot(dir) {
   if (!existsSync(dir)) return [];
   return readdirSync(dir, { withFileTypes: true }).map((e) => ({
@@ -172,7 +182,7 @@ async function runCase(lro, events, c) {
     }
 
     const files = snapshot(dir)
-      .map((f) => ({ name: normaliseString(f.name, dir), content: normalise(f.content, dir) }))
+      .map((f) => ({ name: normaliseString(f.name, dir), content: digestLarge(normalise(f.content, dir)) }))
       .sort((a, b) => Buffer.compare(Buffer.from(a.name), Buffer.from(b.name))
         || Buffer.compare(Buffer.from(JSON.stringify(a.content)), Buffer.from(JSON.stringify(b.content))));
     return normalise({ steps, files }, dir);

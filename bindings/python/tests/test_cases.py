@@ -3,6 +3,7 @@ host: every jq case through `query`, every host case with the runner algorithm o
 compared with the same expected files as the Rust and Node hosts."""
 
 import difflib
+import hashlib
 import json
 import os
 import re
@@ -223,6 +224,17 @@ def compact(value):
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
+# Files over this many bytes are compared by size and SHA-256, as the Rust host blesses them.
+DIGEST_ABOVE = 65536
+
+
+def digest_large(content):
+    if isinstance(content, str) and len(content.encode()) > DIGEST_ABOVE:
+        data = content.encode()
+        return {"bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}
+    return content
+
+
 def snapshot(dir):
     if not os.path.isdir(dir):
         return []
@@ -233,7 +245,7 @@ def snapshot(dir):
             # newline="": the content as written, line endings included.
             with open(entry.path, encoding="utf-8", newline="") as f:
                 content = f.read()
-        entries.append((normalise_str(entry.name, dir), normalise(content, dir)))
+        entries.append((normalise_str(entry.name, dir), digest_large(normalise(content, dir))))
     entries.sort(key=lambda e: (e[0], compact(e[1])))
     return [{"name": n, "content": c} for n, c in entries]
 

@@ -6,6 +6,7 @@
 mod api;
 mod cli;
 mod common;
+mod corpus;
 mod extract;
 mod fuzz_calls;
 mod fuzz_replay;

@@ -238,7 +238,11 @@ fn check_generic(case: &str, dir: &Path, expected: &Value, original_data: &Value
     // The same recipes as the guidance prints them for `lro_extract`, called exactly so.
     let guidance = descriptor["guidance"].as_str().unwrap();
     let printed = printed_calls(guidance);
-    assert_eq!(printed.len(), answers.len(), "{case}: {guidance}");
+    // Every recipe's call, unless the budget kept fewer calls than recipes.
+    assert!(
+        !printed.is_empty() && printed.len() <= answers.len(),
+        "{case}: {guidance}"
+    );
     let mut extract = config(dir, 1_000_000);
     extract.extract_tool = true;
     for (name, arguments) in printed {

@@ -14,8 +14,8 @@ pub fn tool_definition() -> Value {
     serde_json::json!({
         "name": "lro_extract",
         "description": "Query a large tool result that was offloaded to a JSONL file (the descriptor's file_path), \
-            without a shell: run one of its numbered recipes, or a jq filter over its records. Give exactly one of \
-            recipe and query. The answer is capped; when it says so, narrow the query or pass a larger limit.",
+            without a shell: run a jq filter over its records (the descriptor's guidance prints ready calls), or, \
+            for a memory result, one of its numbered recipes. Give exactly one of recipe and query. The answer is capped; when it says so, narrow the query or pass a larger limit.",
         "inputSchema": {
             "type": "object",
             "properties": {
@@ -25,9 +25,10 @@ pub fn tool_definition() -> Value {
                 },
                 "recipe": {
                     "type": ["integer", "null"], "minimum": 1, "maximum": 10,
-                    "description": "A recipe number: 1=titles+namespaces, 2=filter namespace, 3=search titles, \
-                        4=IDs+titles, 5=filter type, 6=count by namespace, 7=filter tag, 8=sort by date, \
-                        9 and 10 depend on the detail level (see the descriptor). Not with query."
+                    "description": "Only for a memory result, whose descriptor lists numbered jq_recipes: \
+                        1=titles+namespaces, 2=filter namespace, 3=search titles, 4=IDs+titles, 5=filter type, \
+                        6=count by namespace, 7=filter tag, 8=sort by date, 9 and 10 depend on the detail level. \
+                        Other results name their recipes as queries in their guidance. Not with query."
                 },
                 "query": {
                     "type": ["string", "null"],

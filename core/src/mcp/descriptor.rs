@@ -28,24 +28,26 @@ struct Level {
     required: bool,
     /// Preview records per section.
     preview: usize,
-    /// Recipes per section.
+    /// Recipes per section, and of those, how many the guidance prints as `lro_extract` calls.
     recipes: usize,
+    calls: usize,
     /// Each section's path and shape in the summary.
     paths: bool,
 }
 
 /// Richest first: each drops what helps least, until the descriptor fits its budget. Schemas
-/// outlast the preview (the fields a query can use), recipes thin out before schemas go.
+/// (the fields any query needs) go last; the preview and the recipes thin out before them, and
+/// the recipes' `lro_extract` calls (which repeat the file's path) before the recipes.
 #[rustfmt::skip]
 const LEVELS: [Level; 8] = [
-    Level { schemas: true, required: true, preview: 3, recipes: usize::MAX, paths: true },
-    Level { schemas: true, required: true, preview: 1, recipes: usize::MAX, paths: true },
-    Level { schemas: true, required: true, preview: 1, recipes: 4, paths: true },
-    Level { schemas: true, required: false, preview: 1, recipes: 4, paths: true },
-    Level { schemas: true, required: false, preview: 0, recipes: 4, paths: true },
-    Level { schemas: true, required: false, preview: 0, recipes: 2, paths: true },
-    Level { schemas: false, required: false, preview: 0, recipes: 2, paths: true },
-    Level { schemas: false, required: false, preview: 0, recipes: 1, paths: false },
+    Level { schemas: true, required: true, preview: 3, recipes: usize::MAX, calls: usize::MAX, paths: true },
+    Level { schemas: true, required: true, preview: 1, recipes: usize::MAX, calls: usize::MAX, paths: true },
+    Level { schemas: true, required: true, preview: 1, recipes: 4, calls: 4, paths: true },
+    Level { schemas: true, required: false, preview: 1, recipes: 4, calls: 2, paths: true },
+    Level { schemas: true, required: false, preview: 0, recipes: 2, calls: 2, paths: true },
+    Level { schemas: true, required: false, preview: 0, recipes: 2, calls: 1, paths: true },
+    Level { schemas: true, required: false, preview: 0, recipes: 1, calls: 1, paths: false },
+    Level { schemas: false, required: false, preview: 0, recipes: 1, calls: 1, paths: false },
 ];
 
 /// The descriptor (JSON text) of sections written to `files`, for a result estimated at `tokens`.
@@ -118,7 +120,7 @@ pub(super) fn generic_descriptor(
                 split,
                 files,
                 &recipes,
-                keep,
+                level.calls,
                 tokens,
                 own,
             ));
