@@ -178,7 +178,7 @@ fn preview(split: &Split, per_section: usize) -> String {
                 break;
             }
             used += cost;
-            records.push(line.clone());
+            records.push(line.to_string());
         }
         members.push((section.key.clone(), format!("[{}]", records.join(","))));
     }

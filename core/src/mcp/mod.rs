@@ -175,7 +175,11 @@ pub fn intercept(config: &Config, call: &ToolCall<'_>, emit: &mut dyn FnMut(Even
         .filter(|(_, c)| !is_text(c))
         .map(|(raw, _)| *raw)
         .collect();
-    let text = blocks.join("\n");
+    // One block (the usual case) is not copied.
+    let text: std::borrow::Cow<'_, str> = match blocks.as_slice() {
+        [one] => (*one).into(),
+        _ => blocks.join("\n").into(),
+    };
     // One estimate, of what the model may read: the text content, or the structured content
     // when that is larger (clients show one or the other). The decision and the descriptor both
     // carry it.

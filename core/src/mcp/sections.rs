@@ -19,6 +19,7 @@
 //! - Every value is written exactly as sent: elements and members are copied as text, only the
 //!   whitespace between tokens removed.
 
+use std::borrow::Cow;
 use std::collections::HashSet;
 
 use serde_json::json;
@@ -59,7 +60,7 @@ pub(super) const RESERVED: [&str; 9] = [
 ];
 
 /// One file's worth of the data.
-pub(super) struct Section {
+pub(super) struct Section<'a> {
     /// Its name in the descriptor: its path in the data (`data.rows`), or `results` (the data
     /// is an array), `entries` (the data is keyed by name), `rows`, `records` or `lines` (text),
     /// `other` (the members no section took).
@@ -69,17 +70,37 @@ pub(super) struct Section {
     pub(super) path: Option<String>,
     /// How its lines were made: `elements`, `entries`, `table`, `other`, or the kind of text.
     pub(super) shape: &'static str,
-    /// One compact JSON text per line of the file.
-    pub(super) lines: Vec<String>,
+    /// One compact JSON text per line of the file: borrowed from the data when it was compact.
+    pub(super) lines: Vec<Cow<'a, str>>,
 }
 
 /// The data split up: what stays in the descriptor, and the sections.
-pub(super) struct Split {
+pub(super) struct Split<'a> {
     /// Small values by path, as compact JSON text exactly as sent.
     pub(super) inline: Vec<(String, String)>,
-    pub(super) sections: Vec<Section>,
+    pub(super) sections: Vec<Section<'a>>,
     /// What the descriptor must warn about (a `sections` setting naming nothing).
     pub(super) warnings: Vec<String>,
+}
+
+impl Split<'_> {
+    /// The same split, owning its lines.
+    fn into_owned(self) -> Split<'static> {
+        Split {
+            inline: self.inline,
+            sections: self
+                .sections
+                .into_iter()
+                .map(|s| Section {
+                    key: s.key,
+                    path: s.path,
+                    shape: s.shape,
+                    lines: s.lines.into_iter().map(|l| Cow::Owned(l.into_owned())).collect(),
+                })
+                .collect(),
+            warnings: self.warnings,
+        }
+    }
 }
 
 /// `[a-z0-9_]`, for file names and recipe names.
@@ -173,19 +194,19 @@ fn entry_line(key: &str, value: &str) -> String {
 }
 
 /// The walk over an object, collecting sections, inline values and the rest.
-struct Walk<'s> {
+struct Walk<'s, 'a> {
     chosen: Option<&'s [String]>,
     inline_keys: Option<&'s [String]>,
     inline: Vec<(String, String)>,
     inline_used: u32,
     /// Sections found, with their size.
-    found: Vec<(Section, u32)>,
+    found: Vec<(Section<'a>, u32)>,
     /// The rest, by path, as compact text.
     other: Vec<(String, String)>,
 }
 
-impl Walk<'_> {
-    fn visit(&mut self, raw: &str, prefix: &str, depth: usize) {
+impl<'a> Walk<'_, 'a> {
+    fn visit(&mut self, raw: &'a str, prefix: &str, depth: usize) {
         let Some(members) = members(raw) else { return };
         let columns = table_columns(&members);
         for (key, value) in &members {
@@ -203,17 +224,13 @@ impl Walk<'_> {
                 match value_kind {
                     Kind::Array => {
                         let table = columns.as_ref().filter(|_| key == "rows");
-                        let lines: Vec<String> = match table {
+                        let lines: Vec<Cow<'a, str>> = match table {
                             Some(columns) => elements(value)
                                 .unwrap_or_default()
                                 .into_iter()
-                                .map(|row| table_row(columns, row))
+                                .map(|row| Cow::Owned(table_row(columns, row)))
                                 .collect(),
-                            None => elements(value)
-                                .unwrap_or_default()
-                                .into_iter()
-                                .map(|e| minify(e).into_owned())
-                                .collect(),
+                            None => elements(value).unwrap_or_default().into_iter().map(minify).collect(),
                         };
                         let shape = if table.is_some() { "table" } else { "elements" };
                         self.found.push((section_at(&path, shape, lines), size));
@@ -223,7 +240,7 @@ impl Walk<'_> {
                         let inner = members_of(value);
                         let wanted = self.chosen.is_some();
                         if wanted || keyed(&inner, value.len()) {
-                            let lines = inner.iter().map(|(k, v)| entry_line(k, v)).collect();
+                            let lines = inner.iter().map(|(k, v)| Cow::Owned(entry_line(k, v))).collect();
                             self.found.push((section_at(&path, "entries", lines), size));
                             continue;
                         }
@@ -265,7 +282,7 @@ fn members_of(raw: &str) -> Vec<(String, &str)> {
     members(raw).unwrap_or_default()
 }
 
-fn section_at(path: &str, shape: &'static str, lines: Vec<String>) -> Section {
+fn section_at<'a>(path: &str, shape: &'static str, lines: Vec<Cow<'a, str>>) -> Section<'a> {
     Section {
         key: path.to_owned(),
         path: Some(jq_path(path)),
@@ -275,13 +292,14 @@ fn section_at(path: &str, shape: &'static str, lines: Vec<String>) -> Section {
 }
 
 /// Splits the data into inline values and sections.
-pub(super) fn split(data: &Data<'_>, settings: Option<&ToolSettings>) -> Split {
+pub(super) fn split<'a>(data: &'a Data<'_>, settings: Option<&ToolSettings>) -> Split<'a> {
     match data {
         Data::Json(raw) => split_json(raw, settings),
         Data::Text(text) => {
             let read = read_text(text);
             if read.kind == TextKind::Python {
-                return split_json(&read.json, settings);
+                // The JSON is made here: its lines are owned.
+                return split_json(&read.json, settings).into_owned();
             }
             let key = match read.kind {
                 TextKind::Csv | TextKind::Tsv | TextKind::Markdown => "rows",
@@ -294,7 +312,7 @@ pub(super) fn split(data: &Data<'_>, settings: Option<&ToolSettings>) -> Split {
                     key: key.into(),
                     path: None,
                     shape: read.kind.name(),
-                    lines: read.records,
+                    lines: read.records.into_iter().map(Cow::Owned).collect(),
                 }],
                 warnings: Vec::new(),
             };
@@ -311,7 +329,7 @@ pub(super) fn split(data: &Data<'_>, settings: Option<&ToolSettings>) -> Split {
                         lines: read
                             .rest
                             .iter()
-                            .map(|(n, l)| json!({"n": n, "text": l}).to_string())
+                            .map(|(n, l)| Cow::Owned(json!({"n": n, "text": l}).to_string()))
                             .collect(),
                     });
                 }
@@ -321,7 +339,7 @@ pub(super) fn split(data: &Data<'_>, settings: Option<&ToolSettings>) -> Split {
     }
 }
 
-fn split_json(raw: &str, settings: Option<&ToolSettings>) -> Split {
+fn split_json<'a>(raw: &'a str, settings: Option<&ToolSettings>) -> Split<'a> {
     let chosen = settings.and_then(|s| s.sections.as_deref());
     let mut walk = Walk {
         chosen,
@@ -335,7 +353,7 @@ fn split_json(raw: &str, settings: Option<&ToolSettings>) -> Split {
         Kind::Object => {
             let top = members_of(raw);
             if chosen.is_none() && keyed(&top, raw.len()) {
-                let lines = top.iter().map(|(k, v)| entry_line(k, v)).collect();
+                let lines = top.iter().map(|(k, v)| Cow::Owned(entry_line(k, v))).collect();
                 let mut section = section_at("", "entries", lines);
                 section.key = "entries".into();
                 walk.found.push((section, 0));
@@ -344,11 +362,7 @@ fn split_json(raw: &str, settings: Option<&ToolSettings>) -> Split {
             }
         }
         Kind::Array => {
-            let lines = elements(raw)
-                .unwrap_or_default()
-                .into_iter()
-                .map(|e| minify(e).into_owned())
-                .collect();
+            let lines = elements(raw).unwrap_or_default().into_iter().map(minify).collect();
             let mut section = section_at("", "elements", lines);
             section.key = "results".into();
             walk.found.push((section, 0));
@@ -400,7 +414,7 @@ fn split_json(raw: &str, settings: Option<&ToolSettings>) -> Split {
             key: key.into(),
             path: None,
             shape: "other",
-            lines: walk.other.iter().map(|(k, v)| entry_line(k, v)).collect(),
+            lines: walk.other.iter().map(|(k, v)| Cow::Owned(entry_line(k, v))).collect(),
         });
     }
     Split {
@@ -433,7 +447,6 @@ pub(super) fn generic(
     emit: &mut dyn FnMut(Event),
 ) -> Result<ToolOutcome, Error> {
     let split = split(&data, settings);
-    drop(data);
     let ulid = Ulid::generate();
     let tool_name = sanitize(tool, 40);
     let mut used_names = HashSet::new();
@@ -480,7 +493,7 @@ pub(super) fn generic(
         .map(|((name, _, header, ..), section)| offload::Planned {
             name,
             header,
-            lines: section.lines.iter().map(String::as_str),
+            lines: section.lines.iter().map(AsRef::as_ref),
         })
         .collect();
     let mut files = Vec::new();
@@ -528,7 +541,7 @@ pub(super) fn generic(
     let profiles: Vec<Profile> = split
         .sections
         .iter()
-        .map(|s| Profile::of(s.lines.iter().map(String::as_str)))
+        .map(|s| Profile::of(s.lines.iter().map(AsRef::as_ref)))
         .collect();
     let descriptor = generic_descriptor(config, &split, &profiles, &files, tokens);
     Ok(ToolOutcome::Offloaded {
@@ -555,7 +568,7 @@ pub(super) fn object_text<'a>(members: impl IntoIterator<Item = (&'a str, &'a st
 
 /// The truncated fallback: the inline values, then the leading lines of each section that fit
 /// the threshold, with counts and a warning.
-fn degrade(config: &Config, split: &Split, error: &str) -> (String, String, u32, u32) {
+fn degrade(config: &Config, split: &Split<'_>, error: &str) -> (String, String, u32, u32) {
     let total: usize = split.sections.iter().map(|s| s.lines.len()).sum();
     let warning_for = |returned: usize| {
         format!(
@@ -625,8 +638,8 @@ mod tests {
 
     use super::*;
 
-    fn split_of(value: &Value) -> Split {
-        split(&Data::Json(Cow::Owned(value.to_string())), None)
+    fn split_of(value: &Value) -> Split<'static> {
+        split(&Data::Json(Cow::Owned(value.to_string())), None).into_owned()
     }
 
     #[test]
@@ -668,7 +681,7 @@ mod tests {
                 .collect::<Vec<_>>()
                 .join(", ")
         );
-        let split = split(&Data::Json(Cow::Owned(raw)), None);
+        let split = split(&Data::Json(Cow::Owned(raw)), None).into_owned();
         assert_eq!(
             split.sections[0].lines[0],
             "{\"n\":123456789012345678901234567890,\"x\":1.50,\"i\":0,\"s\":\"\\u00e9\"}"
@@ -711,7 +724,8 @@ mod tests {
         let split = split(
             &Data::Json(Cow::Owned(json!({"data": {"rows": rows}}).to_string())),
             Some(&settings),
-        );
+        )
+        .into_owned();
         assert_eq!(split.sections[0].key, "data.rows");
         assert_eq!(split.sections[0].lines.len(), 5);
         assert_eq!(split.warnings.len(), 1);
