@@ -330,6 +330,19 @@ fn every_corpus_case_is_described_truly_and_its_questions_answered_from_the_desc
             }
         }
 
+        // Every recipe runs as printed: the shell command with the system jq, and the guidance's
+        // `lro_extract` call; each finds something.
+        for (name, command) in descriptor["jq_recipes"].as_object().unwrap() {
+            let values = shell_jq(command.as_str().unwrap(), false);
+            assert!(!values.is_empty(), "{case}: {name} found nothing: {command}");
+        }
+        for (name, arguments) in printed_calls(descriptor["guidance"].as_str().unwrap()) {
+            let out = RUNTIME
+                .call_tool(&config, &arguments.to_string())
+                .unwrap_or_else(|e| panic!("{case}: {name} as printed: {e:?}"));
+            assert!(!out.values.is_empty(), "{case}: {name} as printed found nothing");
+        }
+
         let agent = Agent {
             descriptor: &descriptor,
             config: &config,

@@ -79,7 +79,21 @@ pub fn intercept_mcp(data: &[u8]) {
                 result,
                 meta: None,
             };
-            typed(intercept(&config, &call, &mut |_| {}));
+            let outcome = intercept(&config, &call, &mut |_| {});
+            // What is forwarded is JSON, and every line written is one lro_extract reads: data
+            // copied as text must stay valid.
+            if let Ok(crate::mcp::ToolOutcome::Offloaded { result, files, .. }) = &outcome {
+                crate::json_text::parse::<serde::de::IgnoredAny>(result, crate::mcp::RESULT_DEPTH)
+                    .expect("the forwarded result is JSON");
+                for file in files {
+                    let text = std::fs::read_to_string(file).expect("an offloaded file");
+                    for line in text.lines() {
+                        crate::json_text::parse::<serde_json::Value>(line, crate::jq::MAX_DEPTH)
+                            .unwrap_or_else(|e| panic!("{file}: a line that is not JSON ({e}): {line}"));
+                    }
+                }
+            }
+            typed(outcome);
         }
     }
 }

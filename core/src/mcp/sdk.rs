@@ -5,12 +5,10 @@
 
 use std::borrow::Cow;
 
-use serde::de::IgnoredAny;
-
 use super::RESULT_DEPTH;
 use crate::json_string;
 use crate::json_text::raw::{Kind, kind, members, minify};
-use crate::json_text::{ParseError, parse};
+use crate::json_text::{ParseError, Valid, parse};
 use crate::{Error, TypeName};
 
 /// The data of a result: JSON text of an array or object exactly as sent, or text that is not
@@ -26,7 +24,7 @@ pub(super) struct Members<'a>(pub(super) Vec<(String, &'a str)>);
 impl<'a> Members<'a> {
     /// Reads a result object, nested at most [`RESULT_DEPTH`] levels.
     pub(super) fn read(text: &'a str) -> Result<Self, Error> {
-        match parse::<IgnoredAny>(text, RESULT_DEPTH) {
+        match parse::<Valid>(text, RESULT_DEPTH) {
             Err(e) => return Err(Error::InvalidInput(format!("result is {e}"))),
             Ok(_) if kind(text) != Kind::Object => {
                 let value: serde_json::Value = serde_json::from_str(text).unwrap_or_default();
@@ -56,7 +54,7 @@ impl<'a> Members<'a> {
 /// True when `text` is JSON (of any type) nested at most [`RESULT_DEPTH`] levels; deeper JSON is
 /// `invalid-input`, as the result itself would be.
 fn is_json(text: &str) -> Result<bool, Error> {
-    match parse::<IgnoredAny>(text, RESULT_DEPTH) {
+    match parse::<Valid>(text, RESULT_DEPTH) {
         Ok(_) => Ok(true),
         Err(ParseError::Invalid(_)) => Ok(false),
         Err(too_deep @ ParseError::TooDeep(_)) => Err(Error::InvalidInput(format!(

@@ -120,7 +120,9 @@ impl TextRecords {
 /// Reads `text` (already known not to be JSON) for what it is; the first rule that matches wins.
 /// The rules, in order, are listed in the [module documentation](self).
 pub(crate) fn read_text(text: &str) -> TextRecords {
-    if let Some(json) = python(text) {
+    // Numbers keep their digits: one out of range (`1e400`, which Python itself prints as
+    // `inf`) would be a line no reader takes, so such a text is not read as Python.
+    if let Some(json) = python(text).filter(|j| parse::<crate::json_text::Valid>(j, crate::jq::MAX_DEPTH).is_ok()) {
         return TextRecords {
             json,
             ..TextRecords::new(TextKind::Python, Vec::new())
@@ -165,7 +167,8 @@ fn ndjson(text: &str) -> Option<Vec<String>> {
             return None;
         }
         // Records as deep as the rest of lro reads them (serde_json alone stops at 128 levels).
-        parse::<serde::de::IgnoredAny>(line, crate::jq::MAX_DEPTH).ok()?;
+        // Each line is copied as it is: it must be JSON every reader takes.
+        parse::<crate::json_text::Valid>(line, crate::jq::MAX_DEPTH).ok()?;
         records.push(minify(line).into_owned());
     }
     (records.len() >= 2).then_some(records)
@@ -273,6 +276,19 @@ mod tests {
             read.records,
             ["{\"big\":123456789012345678901234567890}", "{\"e\":1E+2,\"f\":1.50}"]
         );
+    }
+
+    /// Text copied into a file must be JSON `lro_extract` reads: a number out of range or a lone
+    /// surrogate is not taken as Python or NDJSON (it stays lines).
+    #[test]
+    fn values_no_reader_takes_are_not_records() {
+        for text in [
+            "[1e400, 2]",
+            "{\"a\": 1e400}\n{\"a\": 1}",
+            "{\"a\": \"\\ud800\"}\n{\"a\": 1}",
+        ] {
+            assert_eq!(read_text(text).kind, TextKind::Lines, "{text}");
+        }
     }
 
     #[test]
