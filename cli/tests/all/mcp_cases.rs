@@ -477,6 +477,70 @@ fn per_tool_settings_choose_sections_inline_keys_and_thresholds() {
     );
 }
 
+/// The `sections` setting names a nested array by its path; a name the result does not have
+/// is reported, not ignored.
+#[test]
+fn a_sections_setting_names_nested_paths_and_reports_the_unknown() {
+    let dir = crate::common::tempdir().unwrap();
+    let rows: Vec<Value> = (0..300).map(|i| json!({"id": i, "status": "paid"})).collect();
+    let result =
+        json!({"content": [{"type": "text", "text": json!({"success": true, "data": {"rows": rows}}).to_string()}]});
+    let call = ToolCall {
+        tool: "execute_sql".into(),
+        arguments: "{}".into(),
+        result: result.to_string(),
+        meta: None,
+    };
+    let mut cfg = config(dir.path(), 500);
+    cfg.tools = vec![lro_host::ToolSettings {
+        name: "execute_sql".into(),
+        enabled: None,
+        threshold_tokens: None,
+        sections: Some(vec!["data.rows".into(), "data.nothing".into()]),
+        inline_keys: None,
+    }];
+    let ToolOutcome::Offloaded(o) = RUNTIME.intercept(&cfg, &call).unwrap() else {
+        panic!()
+    };
+    let new: Value = serde_json::from_str(&o.result).unwrap();
+    let d: Value = serde_json::from_str(new["content"][0]["text"].as_str().unwrap()).unwrap();
+    assert_eq!(d["summary"]["data.rows"]["count"], 300, "{d}");
+    assert!(d["lro_warning"].as_str().unwrap().contains("`data.nothing`"), "{d}");
+}
+
+/// A large `structuredContent` beside a one-line text (a summary) is offloaded: a client that
+/// shows the structured content would put all of it in the context.
+#[test]
+fn large_structured_content_beside_a_short_text_is_offloaded() {
+    let dir = crate::common::tempdir().unwrap();
+    let rows: Vec<Value> = (0..300).map(|i| json!({"id": i, "name": format!("row {i}")})).collect();
+    let result = json!({"content": [{"type": "text", "text": "Found 300 rows."}], "structuredContent": {"rows": rows}});
+    let call = ToolCall {
+        tool: "find_rows".into(),
+        arguments: "{}".into(),
+        result: result.to_string(),
+        meta: None,
+    };
+    let ToolOutcome::Offloaded(o) = RUNTIME.intercept(&config(dir.path(), 500), &call).unwrap() else {
+        panic!("not offloaded")
+    };
+    let new: Value = serde_json::from_str(&o.result).unwrap();
+    let d: Value = serde_json::from_str(new["content"][0]["text"].as_str().unwrap()).unwrap();
+    assert_eq!(d["summary"]["rows"]["count"], 300);
+    assert_eq!(new["structuredContent"], d, "the text and the structured form agree");
+}
+
+/// `lro_extract`'s definition offers numbered recipes to memory results only: a generic file
+/// refuses them, and its guidance gives queries.
+#[test]
+fn the_extract_tools_definition_does_not_promise_recipes_to_generic_files() {
+    let definition: Value = serde_json::from_str(&RUNTIME.tool_definition().unwrap()).unwrap();
+    let recipe = definition["inputSchema"]["properties"]["recipe"]["description"]
+        .as_str()
+        .unwrap();
+    assert!(recipe.starts_with("Only for a memory result"), "{recipe}");
+}
+
 #[test]
 fn a_failed_write_degrades_to_a_truncated_result_and_leaves_no_file() {
     use std::os::unix::fs::PermissionsExt;

@@ -9,6 +9,7 @@
 
 use std::fs;
 
+use lro_core::json_text::{Valid, parse};
 use lro_core::mcp::{ToolCall, intercept};
 use lro_core::offload::Request;
 use lro_core::{Config, DescriptorStyle, Detail, Error, ExtractRequest, Operation, RecipeLibrary};
@@ -82,13 +83,12 @@ pub fn intercept_mcp(data: &[u8]) {
             let outcome = intercept(&config, &call, &mut |_| {});
             // What is forwarded is JSON, and every line written is one lro_extract reads: data
             // copied as text must stay valid.
-            if let Ok(crate::mcp::ToolOutcome::Offloaded { result, files, .. }) = &outcome {
-                crate::json_text::parse::<serde::de::IgnoredAny>(result, crate::mcp::RESULT_DEPTH)
-                    .expect("the forwarded result is JSON");
+            if let Ok(lro_core::mcp::ToolOutcome::Offloaded { result, files, .. }) = &outcome {
+                parse::<Valid>(result, lro_core::mcp::RESULT_DEPTH).expect("the forwarded result is JSON");
                 for file in files {
-                    let text = std::fs::read_to_string(file).expect("an offloaded file");
+                    let text = fs::read_to_string(file).expect("an offloaded file");
                     for line in text.lines() {
-                        crate::json_text::parse::<serde_json::Value>(line, crate::jq::MAX_DEPTH)
+                        parse::<Valid>(line, lro_core::jq::MAX_DEPTH)
                             .unwrap_or_else(|e| panic!("{file}: a line that is not JSON ({e}): {line}"));
                     }
                 }
