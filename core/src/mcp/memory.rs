@@ -20,29 +20,13 @@ pub(super) fn memory_operation(tool: &str) -> Option<Operation> {
     }
 }
 
-/// The records of a memory tool's result: a top-level array, or the array under `memories`,
-/// `results`, `hits`, `records` or `result`, of objects that look like memories or search hits.
-pub(super) fn memory_records(value: &Value) -> Option<&Vec<Value>> {
-    let records = match value {
-        Value::Array(items) => items,
-        Value::Object(map) => ["memories", "results", "hits", "records", "result"]
-            .iter()
-            .find_map(|k| map.get(*k)?.as_array())?,
-        _ => return None,
-    };
-    let memory_like = |r: &Value| {
-        r.get("memory").is_some_and(Value::is_object) || (r.get("id").is_some() && r.get("namespace").is_some())
-    };
-    (!records.is_empty() && records.iter().all(memory_like)).then_some(records)
-}
-
 /// Offloads a memory tool's records at the estimate already made of what the model reads.
 #[allow(clippy::too_many_arguments, reason = "one private call site")]
 pub(super) fn memory(
     config: &Config,
     operation: Operation,
     arguments: &Map<String, Value>,
-    records: String,
+    records: &str,
     text: &str,
     result: &Members<'_>,
     kept: &[&str],
@@ -57,7 +41,7 @@ pub(super) fn memory(
         operation,
         query: arguments.get("query").and_then(Value::as_str),
         detail,
-        records: &records,
+        records,
         text: inject_text,
     };
     // The decision was made on what the model would read; the descriptor carries that estimate.

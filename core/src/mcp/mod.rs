@@ -23,7 +23,7 @@ use serde_json::{Map, Value};
 
 use crate::estimate::Counts;
 use crate::json_text::parse;
-use crate::json_text::raw::{elements, minify};
+use crate::json_text::raw::{Kind, elements, kind, members, minify};
 use crate::{Config, Error, Event, Operation, TypeName};
 
 /// The deepest JSON the MCP level reads (a result, its text content, its arguments): records
@@ -34,7 +34,7 @@ use crate::{Config, Error, Event, Operation, TypeName};
 pub const RESULT_DEPTH: usize = crate::jq::MAX_DEPTH + 8;
 
 pub use descriptor::DESCRIPTOR_BUDGET;
-use memory::{memory, memory_operation, memory_records};
+use memory::{memory, memory_operation};
 pub use recipes::recipe_command;
 use sdk::{Data, Members, data_of, wraps_text};
 use sections::generic;
@@ -206,17 +206,12 @@ pub fn intercept(config: &Config, call: &ToolCall<'_>, emit: &mut dyn FnMut(Even
     }
     let operation = memory_operation(call.tool);
     let mut data = None;
-    // For inject the records' JSON text is made once: for the decision, then for the file.
-    let mut inject_records = None;
     if operation == Some(Operation::Inject) {
         // inject_context decides on the pre-budget records (spec), not on the budgeted text the
         // model would read; without records there is nothing to offload.
         let found = data_of(structured, &blocks, &text)?;
-        match memory_records_of(&found)? {
-            Some(records) => {
-                tokens = Counts::of(&records).tokens();
-                inject_records = Some(records);
-            }
+        match memory_records_of(&found) {
+            Some(records) => tokens = Counts::of(&minify(records)).tokens(),
             None => return unchanged(PassReason::BudgetedText, tokens),
         }
         data = Some(found);
@@ -234,25 +229,47 @@ pub fn intercept(config: &Config, call: &ToolCall<'_>, emit: &mut dyn FnMut(Even
         Some(data) => data,
         None => data_of(structured, &blocks, &text)?,
     };
-    if let Some(operation) = operation {
-        let records = match inject_records {
-            Some(records) => Some(records),
-            None => memory_records_of(&data)?,
-        };
-        if let Some(records) = records {
-            return memory(
-                &config, operation, &arguments, records, &text, &result, &kept, tokens, emit,
-            );
-        }
+    if let Some(operation) = operation
+        && let Some(records) = memory_records_of(&data)
+    {
+        return memory(
+            &config, operation, &arguments, records, &text, &result, &kept, tokens, emit,
+        );
     }
     generic(&config, call.tool, settings, data, &result, &kept, tokens, emit)
 }
 
-/// The JSON text of a memory tool's records, when its data holds memories.
-fn memory_records_of(data: &Data<'_>) -> Result<Option<String>, Error> {
-    let Data::Json(raw) = data else { return Ok(None) };
-    let value: Value = parse(raw, RESULT_DEPTH).map_err(|e| Error::InvalidInput(format!("result is {e}")))?;
-    Ok(memory_records(&value).map(|records| Value::Array(records.clone()).to_string()))
+/// The JSON text of a memory tool's records as sent, when its data holds memories: the data
+/// itself when it is an array, or the array under `memories`, `results`, `hits`, `records` or
+/// `result`, each element a memory (a `memory` object, or an `id` and a `namespace`). Read
+/// without building a value: the record-level interceptor reads the text in one pass.
+fn memory_records_of<'d>(data: &'d Data<'_>) -> Option<&'d str> {
+    let Data::Json(raw) = data else { return None };
+    let records: &str = match kind(raw) {
+        Kind::Array => raw,
+        Kind::Object => {
+            let members = members(raw)?;
+            ["memories", "results", "hits", "records", "result"]
+                .iter()
+                .find_map(|key| {
+                    // A repeated key means its last value, as a parser reads it.
+                    members
+                        .iter()
+                        .rev()
+                        .find(|(k, _)| k == key)
+                        .map(|(_, v)| *v)
+                        .filter(|v| kind(v) == Kind::Array)
+                })?
+        }
+        _ => return None,
+    };
+    let items = elements(records)?;
+    let memory_like = |record: &str| {
+        let Some(members) = members(record) else { return false };
+        let has = |key: &str| members.iter().any(|(k, _)| k == key);
+        members.iter().any(|(k, v)| k == "memory" && kind(v) == Kind::Object) || (has("id") && has("namespace"))
+    };
+    (!items.is_empty() && items.iter().all(|r| memory_like(r))).then_some(records)
 }
 
 /// Rewrites a `tools/list` result's `tools` array (the WIT `rewrite-tools`): no `outputSchema`
