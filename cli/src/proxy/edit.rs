@@ -11,7 +11,7 @@
 use std::borrow::Cow;
 use std::fmt;
 
-use lro_core::json_text::{raw, skip_string, skip_value, skip_ws};
+use lro_core::json_text::raw;
 
 /// An object as its members' texts, in the order they came: each key as its JSON string
 /// literal, each value as its JSON text.
@@ -23,36 +23,11 @@ pub struct Object<'a> {
 impl<'a> Object<'a> {
     /// The members of `text`, valid JSON; `None` when it is not an object.
     pub fn parse(text: &'a str) -> Option<Object<'a>> {
-        let b = text.as_bytes();
-        let mut i = skip_ws(b, 0);
-        if b.get(i) != Some(&b'{') {
-            return None;
-        }
-        i = skip_ws(b, i + 1);
-        let mut members = Vec::new();
-        if b.get(i) == Some(&b'}') {
-            return Some(Object { members });
-        }
-        loop {
-            if b.get(i) != Some(&b'"') {
-                return None;
-            }
-            let key_end = skip_string(b, i)?;
-            let key = &text[i..key_end];
-            i = skip_ws(b, key_end);
-            if b.get(i) != Some(&b':') {
-                return None;
-            }
-            i = skip_ws(b, i + 1);
-            let end = skip_value(b, i)?;
-            members.push((Cow::Borrowed(key), Cow::Borrowed(&text[i..end])));
-            i = skip_ws(b, end);
-            match b.get(i) {
-                Some(b',') => i = skip_ws(b, i + 1),
-                Some(b'}') => return Some(Object { members }),
-                _ => return None,
-            }
-        }
+        let members = raw::member_texts(text)?
+            .into_iter()
+            .map(|(key, value)| (Cow::Borrowed(key), Cow::Borrowed(value)))
+            .collect();
+        Some(Object { members })
     }
 
     /// The text of the member `name`; of the last one when the key is repeated, as serde_json

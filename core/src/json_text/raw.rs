@@ -49,6 +49,16 @@ fn has_whitespace_outside_strings(b: &[u8]) -> bool {
 /// The members of the object `raw` (valid JSON text of an object), in order: each key decoded,
 /// each value as its text. `None` when `raw` is not an object.
 pub fn members(raw: &str) -> Option<Vec<(String, &str)>> {
+    member_texts(raw)?
+        .into_iter()
+        .map(|(key, value)| Some((serde_json::from_str(key).ok()?, value)))
+        .collect()
+}
+
+/// The members of the object `raw` (valid JSON text of an object), in order, as texts: each key
+/// as its JSON string literal (quotes and escapes as sent), each value as its JSON text. `None`
+/// when `raw` is not an object.
+pub fn member_texts(raw: &str) -> Option<Vec<(&str, &str)>> {
     let b = raw.as_bytes();
     let mut i = skip_ws(b, 0);
     if b.get(i) != Some(&b'{') {
@@ -60,8 +70,11 @@ pub fn members(raw: &str) -> Option<Vec<(String, &str)>> {
         return Some(out);
     }
     loop {
+        if b.get(i) != Some(&b'"') {
+            return None;
+        }
         let key_end = skip_string(b, i)?;
-        let key: String = serde_json::from_str(&raw[i..key_end]).ok()?;
+        let key = &raw[i..key_end];
         i = skip_ws(b, key_end);
         if b.get(i) != Some(&b':') {
             return None;
