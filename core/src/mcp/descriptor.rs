@@ -7,9 +7,10 @@
 
 use serde_json::{Map, Value, json};
 
+use super::generic::{Written, object_text};
 use super::recipes::{GenRecipe, extract_call, recipe_command, section_recipes};
 use super::schema::{Profile, infer_schema};
-use super::sections::{Split, Written, object_text};
+use super::sections::Split;
 use crate::estimate::Counts;
 use crate::{Config, DescriptorStyle, json_string};
 

@@ -1,17 +1,20 @@
 //! The MCP-level interceptor: a tool call's `CallToolResult` in, the `CallToolResult` to forward
 //! out, for any tool. Memory tools go through the record-level interceptor ([`crate::offload`](mod@crate::offload));
-//! every other tool through the generic profile: its data split into sections, each section a
-//! JSONL file with an inferred line schema and generated recipes, in the descriptor shape of the
-//! Python offloading library the spec accompanies (sections, `inline_keys`, `lro_warning`).
+//! every other tool through the generic profile: its records found where they are, split into
+//! sections, each section a JSONL file with a line schema and recipes made from its records, in
+//! the descriptor shape of the Python offloading library the spec accompanies (sections,
+//! `inline_keys`, `lro_warning`). Data is kept as the text it came in, never re-serialised.
 //!
 //! This file decides (the tool's settings, what passes unchanged, which profile); the rest is
 //! split by concern: `sdk` reads the data out of a result as the SDKs shape it and puts the
 //! descriptor back in, `memory` hands memory tools' records to the record-level interceptor,
-//! `sections` is the generic profile (splitting, writing, the truncated fallback), `schema`
-//! infers line schemas, `recipes` generates jq recipes, and `descriptor` builds the generic
-//! descriptor within its budget of estimated tokens.
+//! `sections` finds the records in JSON data and `text` in text, `generic` writes the files (or
+//! the truncated fallback), `schema` profiles records and infers line schemas, `recipes`
+//! generates jq recipes, and `descriptor` builds the generic descriptor within its budget of
+//! estimated tokens.
 
 mod descriptor;
+mod generic;
 mod memory;
 mod recipes;
 mod schema;
@@ -34,10 +37,10 @@ use crate::{Config, Error, Event, Operation, TypeName};
 pub const RESULT_DEPTH: usize = crate::jq::MAX_DEPTH + 8;
 
 pub use descriptor::DESCRIPTOR_BUDGET;
+use generic::generic;
 use memory::{memory, memory_operation};
 pub use recipes::recipe_command;
 use sdk::{Data, Members, data_of, wraps_text};
-use sections::generic;
 pub use sections::sanitize;
 
 /// Settings for one tool (`[prompt.offload.tools.NAME]`).
