@@ -20,8 +20,9 @@
 //! validating parser's path, which also words the error. So the fast pass never decides what
 //! is an error; it only makes the common case fast.
 
+use super::Scan;
 use super::bytes::plain_run;
-use super::{Scan, is_compact_number};
+use super::scan::is_compact_number;
 
 /// One element of the array, as [`split_array`] found it.
 #[derive(Debug, Clone, Copy)]
