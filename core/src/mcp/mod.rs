@@ -156,10 +156,9 @@ pub fn intercept(config: &Config, call: &ToolCall<'_>, emit: &mut dyn FnMut(Even
                 })
                 .collect::<Result<_, Error>>()?,
             None => {
-                let value: Value = serde_json::from_str(raw).unwrap_or_default();
                 return Err(Error::InvalidInput(format!(
                     "result.content must be an array, got {}",
-                    TypeName(&value)
+                    crate::json_text::type_name(raw)
                 )));
             }
         },

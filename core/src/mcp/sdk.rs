@@ -5,11 +5,12 @@
 
 use std::borrow::Cow;
 
+use serde::de::IgnoredAny;
+
 use super::RESULT_DEPTH;
-use crate::json_string;
 use crate::json_text::raw::{Kind, kind, members, minify};
-use crate::json_text::{ParseError, Valid, parse};
-use crate::{Error, TypeName};
+use crate::json_text::{ParseError, Valid, parse, type_name};
+use crate::{Error, json_string};
 
 /// The data of a result: JSON text of an array or object exactly as sent, or text that is not
 /// JSON.
@@ -22,22 +23,22 @@ pub(super) enum Data<'a> {
 pub(super) struct Members<'a>(pub(super) Vec<(String, &'a str)>);
 
 impl<'a> Members<'a> {
-    /// Reads a result object, nested at most [`RESULT_DEPTH`] levels.
+    /// Reads a result object, nested at most [`RESULT_DEPTH`] levels. Every member but
+    /// `content` is checked as [`Valid`] (it may be copied into a file or forwarded as it is);
+    /// `content`, the largest, is decoded once by the caller, which checks it then.
     pub(super) fn read(text: &'a str) -> Result<Self, Error> {
-        match parse::<Valid>(text, RESULT_DEPTH) {
-            Err(e) => return Err(Error::InvalidInput(format!("result is {e}"))),
-            Ok(_) if kind(text) != Kind::Object => {
-                let value: serde_json::Value = serde_json::from_str(text).unwrap_or_default();
-                return Err(Error::InvalidInput(format!(
-                    "result must be a CallToolResult object, got {}",
-                    TypeName(&value)
-                )));
-            }
-            Ok(_) => {}
+        parse::<IgnoredAny>(text, RESULT_DEPTH).map_err(|e| Error::InvalidInput(format!("result is {e}")))?;
+        if kind(text) != Kind::Object {
+            return Err(Error::InvalidInput(format!(
+                "result must be a CallToolResult object, got {}",
+                type_name(text)
+            )));
         }
-        members(text)
-            .map(Members)
-            .ok_or_else(|| Error::InvalidInput("result is not a JSON object".into()))
+        let members = members(text).ok_or_else(|| Error::InvalidInput("result is not a JSON object".into()))?;
+        for (key, value) in members.iter().filter(|(k, _)| k != "content") {
+            parse::<Valid>(value, RESULT_DEPTH).map_err(|e| Error::InvalidInput(format!("result.{key} is {e}")))?;
+        }
+        Ok(Members(members))
     }
 
     /// The text of member `key`, unless it is absent or `null`.
