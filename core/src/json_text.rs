@@ -13,6 +13,8 @@
 //!   extraction can output the line itself.
 //! - [`skip_value`] (with [`skip_ws`] and [`skip_string`]): where a member's value ends, so
 //!   projected parsing skips the members a filter does not read.
+//! - [`unescape_in_place`]: a JSON string decoded into its own bytes, so the text content of a
+//!   large result is not held twice.
 //! - [`lines`], [`newline`], [`is_ascii`], [`quote_or_backslash`]: byte searches sixteen bytes a
 //!   step, which the component's standard library does a 32-bit word at a time.
 //!
@@ -31,6 +33,7 @@ mod canonical;
 pub mod raw;
 mod scan;
 mod split;
+mod unescape;
 mod valid;
 pub use bytes::{is_ascii, lines, newline, quote_or_backslash};
 pub use canonical::is_jq_canonical;
@@ -38,6 +41,7 @@ pub use scan::{Scan, compacted, scan};
 #[cfg(test)]
 use scan::{is_short_decimal, printed_as_is};
 pub use split::{Element, split_array};
+pub use unescape::{Unescapable, unescape_in_place};
 pub use valid::Valid;
 
 /// Why [`parse`] refused a text.

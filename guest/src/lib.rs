@@ -53,10 +53,27 @@ impl interceptor::Guest for Lro {
         let tool_call = lro_core::mcp::ToolCall {
             tool: &call.tool,
             arguments: &call.arguments,
-            result: &call.result,
+            result: call.result.into(),
             meta: call.meta.as_deref(),
         };
-        lro_core::mcp::intercept(&config(c), &tool_call, &mut emit)
+        lro_core::mcp::intercept(&config(c), tool_call, &mut emit)
+            .map(convert::tool_outcome)
+            .map_err(error)
+    }
+
+    fn intercept_file(
+        c: types::Config,
+        call: interceptor::ToolCall,
+        source: interceptor::ResultFile,
+    ) -> Result<interceptor::ToolOutcome, types::Error> {
+        let result = read_range(&c.output_dir, &source).map_err(types::Error::InvalidInput)?;
+        let tool_call = lro_core::mcp::ToolCall {
+            tool: &call.tool,
+            arguments: &call.arguments,
+            result: result.into(),
+            meta: call.meta.as_deref(),
+        };
+        lro_core::mcp::intercept(&config(c), tool_call, &mut emit)
             .map(convert::tool_outcome)
             .map_err(error)
     }
@@ -123,3 +140,43 @@ impl configuration::Guest for Lro {
 }
 
 bindings::export!(Lro with_types_in bindings);
+
+/// The text of `source`'s range, read into one buffer of its exact size (the one copy of a large
+/// result the interceptor holds). Errors name the file and what was wrong.
+fn read_range(dir: &str, source: &interceptor::ResultFile) -> Result<String, String> {
+    use std::io::{Read, Seek, SeekFrom};
+    let name = &source.name;
+    if name.is_empty() || name == "." || name == ".." || name.contains(['/', '\\']) {
+        return Err(format!("result-file name {name:?} is not a plain file name"));
+    }
+    let path = std::path::Path::new(dir).join(name);
+    let length = usize::try_from(source.length)
+        .map_err(|_| format!("{name}: a range of {} bytes is too long", source.length))?;
+    let mut file = std::fs::File::open(&path).map_err(|e| format!("{name}: cannot open it: {e}"))?;
+    file.seek(SeekFrom::Start(source.offset))
+        .map_err(|e| format!("{name}: cannot seek to byte {}: {e}", source.offset))?;
+    let mut bytes = Vec::new();
+    bytes
+        .try_reserve_exact(length)
+        .map_err(|_| format!("{name}: {length} bytes do not fit in the component's memory"))?;
+    bytes.resize(length, 0);
+    // A megabyte a read: the host copies each read through a buffer of the size asked for, so
+    // one read of the whole range would hold the result twice.
+    let mut read = 0;
+    while read < length {
+        let end = (read + (1 << 20)).min(length);
+        match file.read(&mut bytes[read..end]) {
+            Ok(0) => {
+                return Err(format!(
+                    "{name}: the range {}..{} is past the end of the file ({read} of {length} bytes read)",
+                    source.offset,
+                    source.offset + source.length
+                ));
+            }
+            Ok(n) => read += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(format!("{name}: cannot read it: {e}")),
+        }
+    }
+    String::from_utf8(bytes).map_err(|e| format!("{name}: the result is not UTF-8: {e}"))
+}

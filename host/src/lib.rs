@@ -57,8 +57,8 @@ mod bindings {
 pub use bindings::exports::lro::component::custodian::{SweepFailure, SweepReport};
 pub use bindings::exports::lro::component::extractor::{ExtractRequest, ExtractResult};
 pub use bindings::exports::lro::component::interceptor::{
-    DegradedResult, InlineResult, OffloadedResult, Outcome, PassReason, Request, ToolCall, ToolDegraded, ToolOffloaded,
-    ToolOutcome, ToolUnchanged,
+    DegradedResult, InlineResult, OffloadedResult, Outcome, PassReason, Request, ResultFile, ToolCall, ToolDegraded,
+    ToolOffloaded, ToolOutcome, ToolUnchanged,
 };
 pub use bindings::lro::component::events::{
     Event, OffloadCreated, OffloadFileEvicted, OffloadFileExpired, OffloadWriteFailed,

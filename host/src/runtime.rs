@@ -15,7 +15,7 @@ use crate::bindings;
 use crate::dir::{Mount, absolute_dir, owner_only, prepare_dir, writable_dir};
 use crate::{
     COMPONENT, ComponentError, Config, Detail, Error, Event, EventSink, ExtractRequest, ExtractResult, Options,
-    Outcome, Recipe, Request, SweepReport, ToolCall, ToolOutcome, cache,
+    Outcome, Recipe, Request, ResultFile, SweepReport, ToolCall, ToolOutcome, cache,
 };
 
 /// How often the epoch ticks; deadlines are counted in these ticks.
@@ -199,6 +199,25 @@ impl Runtime {
         let keep = small(call.tool.len() + call.arguments.len() + call.result.len() + meta);
         let outcome = self.call(&config, mount, self.io_limits(), keep, |store, lro| {
             lro.lro_component_interceptor().call_intercept(store, &config, call)
+        })?;
+        if let ToolOutcome::Offloaded(offloaded) = &outcome {
+            for file in &offloaded.files {
+                owner_only(Path::new(file));
+            }
+        }
+        Ok(outcome)
+    }
+
+    /// [`Runtime::intercept`] for a result held in a file of `config.output_dir` rather than in
+    /// memory (`interceptor.intercept-file`): the result is `source`'s byte range, read once
+    /// into the component, and `call.result` is ignored. The file stays the caller's.
+    pub fn intercept_file(&self, config: &Config, call: &ToolCall, source: &ResultFile) -> Result<ToolOutcome, Error> {
+        caller_config(config)?;
+        let (config, mount) = writable_dir(config);
+        // A large result's instance is not kept: its memory would stay as large.
+        let outcome = self.call(&config, mount, self.io_limits(), false, |store, lro| {
+            lro.lro_component_interceptor()
+                .call_intercept_file(store, &config, call, source)
         })?;
         if let ToolOutcome::Offloaded(offloaded) = &outcome {
             for file in &offloaded.files {

@@ -77,10 +77,10 @@ pub fn intercept_mcp(data: &[u8]) {
             let call = ToolCall {
                 tool,
                 arguments: "{}",
-                result,
+                result: result.into(),
                 meta: None,
             };
-            let outcome = intercept(&config, &call, &mut |_| {});
+            let outcome = intercept(&config, call, &mut |_| {});
             // What is forwarded is JSON, and every line written is one lro_extract reads: data
             // copied as text must stay valid.
             if let Ok(lro_core::mcp::ToolOutcome::Offloaded { result, files, .. }) = &outcome {

@@ -40,7 +40,7 @@ pub use descriptor::DESCRIPTOR_BUDGET;
 use generic::generic;
 use memory::{memory, memory_operation};
 pub use recipes::recipe_command;
-use sdk::{Data, Members, data_of, wraps_text};
+use sdk::{Data, Owned, data_of, wraps_text};
 pub use sections::sanitize;
 
 /// Settings for one tool (`[prompt.offload.tools.NAME]`).
@@ -59,14 +59,14 @@ pub struct ToolSettings {
 }
 
 /// A tool call as middleware sees it (the WIT `tool-call` record).
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct ToolCall<'a> {
     /// The tool's name.
     pub tool: &'a str,
     /// The call's arguments, JSON text.
     pub arguments: &'a str,
     /// The `CallToolResult`, JSON text.
-    pub result: &'a str,
+    pub result: std::borrow::Cow<'a, str>,
     /// The request's `_meta`, or the legacy initialize params, JSON text.
     pub meta: Option<&'a str>,
 }
@@ -116,10 +116,15 @@ pub enum ToolOutcome {
     },
 }
 
-/// Intercepts one tool result.
-pub fn intercept(config: &Config, call: &ToolCall<'_>, emit: &mut dyn FnMut(Event)) -> Result<ToolOutcome, Error> {
+/// Intercepts one tool result. The result's text is taken by value (a borrowed one is copied):
+/// its text content is decoded where it lies, so a large result is in memory once.
+pub fn intercept(config: &Config, call: ToolCall<'_>, emit: &mut dyn FnMut(Event)) -> Result<ToolOutcome, Error> {
     config.validate()?;
-    let result = Members::read(call.result)?;
+    let owned = Owned::read(call.result.into_owned())?;
+    let result = owned.members();
+    let blocks = owned.texts();
+    // Images, audio, links and resources are forwarded as sent, after the descriptor.
+    let kept = owned.kept();
     let arguments = match parse(call.arguments, RESULT_DEPTH) {
         Ok(Value::Object(map)) => map,
         Ok(Value::Null) => Map::new(),
@@ -141,42 +146,6 @@ pub fn intercept(config: &Config, call: &ToolCall<'_>, emit: &mut dyn FnMut(Even
         .and_then(|t| t.threshold_tokens)
         .unwrap_or(config.threshold_tokens);
 
-    // Each block as sent, and parsed: text blocks are read, the others kept as they are.
-    let content: Vec<(&str, Value)> = match result.get("content") {
-        None => Vec::new(),
-        Some(raw) => match elements(raw) {
-            Some(items) => items
-                .into_iter()
-                .map(|item| {
-                    Ok((
-                        item,
-                        parse::<Value>(item, RESULT_DEPTH)
-                            .map_err(|e| Error::InvalidInput(format!("result.content is {e}")))?,
-                    ))
-                })
-                .collect::<Result<_, Error>>()?,
-            None => {
-                return Err(Error::InvalidInput(format!(
-                    "result.content must be an array, got {}",
-                    crate::json_text::type_name(raw)
-                )));
-            }
-        },
-    };
-    let is_text = |c: &Value| {
-        c.get("type").and_then(Value::as_str) == Some("text") && c.get("text").is_some_and(Value::is_string)
-    };
-    let blocks: Vec<&str> = content
-        .iter()
-        .filter(|(_, c)| is_text(c))
-        .filter_map(|(_, c)| c.get("text").and_then(Value::as_str))
-        .collect();
-    // Images, audio, links and resources are forwarded as sent, after the descriptor.
-    let kept: Vec<&str> = content
-        .iter()
-        .filter(|(_, c)| !is_text(c))
-        .map(|(raw, _)| *raw)
-        .collect();
     // One block (the usual case) is not copied.
     let text: std::borrow::Cow<'_, str> = match blocks.as_slice() {
         [one] => (*one).into(),
@@ -187,11 +156,11 @@ pub fn intercept(config: &Config, call: &ToolCall<'_>, emit: &mut dyn FnMut(Even
     // carry it.
     let structured = result.get("structuredContent");
     let text_tokens = Counts::of(&text).tokens();
-    let mut tokens = match structured {
+    let mut tokens = match (structured, owned.structured_tokens()) {
         // A single-key wrapper of the text (the reference servers') costs what the text does.
-        Some(raw) if !blocks.is_empty() && wraps_text(raw) => text_tokens,
-        Some(raw) => text_tokens.max(Counts::of(&minify(raw)).tokens()),
-        None => text_tokens,
+        (Some(raw), _) if !blocks.is_empty() && wraps_text(raw) => text_tokens,
+        (Some(_), Some(structured)) => text_tokens.max(structured),
+        _ => text_tokens,
     };
     let unchanged = |reason, tokens| Ok(ToolOutcome::Unchanged { reason, tokens });
     if result.get("isError").is_some_and(|v| v.trim() == "true") {
@@ -211,7 +180,7 @@ pub fn intercept(config: &Config, call: &ToolCall<'_>, emit: &mut dyn FnMut(Even
     if operation == Some(Operation::Inject) {
         // inject_context decides on the pre-budget records (spec), not on the budgeted text the
         // model would read; without records there is nothing to offload.
-        let found = data_of(structured, &blocks, &text)?;
+        let found = data_of(structured, owned.wrapped(), &blocks, &text)?;
         match memory_records_of(&found) {
             Some(records) => tokens = Counts::of(&minify(records)).tokens(),
             None => return unchanged(PassReason::BudgetedText, tokens),
@@ -229,7 +198,7 @@ pub fn intercept(config: &Config, call: &ToolCall<'_>, emit: &mut dyn FnMut(Even
     };
     let data = match data {
         Some(data) => data,
-        None => data_of(structured, &blocks, &text)?,
+        None => data_of(structured, owned.wrapped(), &blocks, &text)?,
     };
     if let Some(operation) = operation
         && let Some(records) = memory_records_of(&data)
@@ -348,10 +317,10 @@ mod tests {
         let call = ToolCall {
             tool: "inject_context",
             arguments: "{}",
-            result: &result.to_string(),
+            result: result.to_string().into(),
             meta: None,
         };
-        let ToolOutcome::Offloaded { files, .. } = intercept(&config, &call, &mut |_| {}).unwrap() else {
+        let ToolOutcome::Offloaded { files, .. } = intercept(&config, call, &mut |_| {}).unwrap() else {
             panic!()
         };
         assert!(files[0].contains("/atlatl-inject-"), "{files:?}");
@@ -372,10 +341,10 @@ mod tests {
         let call = ToolCall {
             tool: "list_rows",
             arguments: "{}",
-            result: &result.to_string(),
+            result: result.to_string().into(),
             meta: None,
         };
-        let ToolOutcome::Offloaded { files, .. } = intercept(&config, &call, &mut |_| {}).unwrap() else {
+        let ToolOutcome::Offloaded { files, .. } = intercept(&config, call, &mut |_| {}).unwrap() else {
             panic!()
         };
         assert_eq!(files.len(), 2, "{files:?}");

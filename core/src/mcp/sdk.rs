@@ -4,12 +4,14 @@
 //! text of its members, so every member the interceptor does not replace is forwarded as sent.
 
 use std::borrow::Cow;
+use std::ops::Range;
 
 use serde::de::IgnoredAny;
 
 use super::RESULT_DEPTH;
-use crate::json_text::raw::{Kind, kind, members, minify};
-use crate::json_text::{ParseError, Valid, parse, type_name};
+use crate::estimate::Counts;
+use crate::json_text::raw::{Kind, elements, kind, member_texts, members, minify};
+use crate::json_text::{ParseError, Valid, parse, type_name, unescape_in_place};
 use crate::{Error, json_string};
 
 /// The data of a result: JSON text of an array or object exactly as sent, or text that is not
@@ -23,24 +25,6 @@ pub(super) enum Data<'a> {
 pub(super) struct Members<'a>(pub(super) Vec<(String, &'a str)>);
 
 impl<'a> Members<'a> {
-    /// Reads a result object, nested at most [`RESULT_DEPTH`] levels. Every member but
-    /// `content` is checked as [`Valid`] (it may be copied into a file or forwarded as it is);
-    /// `content`, the largest, is decoded once by the caller, which checks it then.
-    pub(super) fn read(text: &'a str) -> Result<Self, Error> {
-        parse::<IgnoredAny>(text, RESULT_DEPTH).map_err(|e| Error::InvalidInput(format!("result is {e}")))?;
-        if kind(text) != Kind::Object {
-            return Err(Error::InvalidInput(format!(
-                "result must be a CallToolResult object, got {}",
-                type_name(text)
-            )));
-        }
-        let members = members(text).ok_or_else(|| Error::InvalidInput("result is not a JSON object".into()))?;
-        for (key, value) in members.iter().filter(|(k, _)| k != "content") {
-            parse::<Valid>(value, RESULT_DEPTH).map_err(|e| Error::InvalidInput(format!("result.{key} is {e}")))?;
-        }
-        Ok(Members(members))
-    }
-
     /// The text of member `key`, unless it is absent or `null`.
     pub(super) fn get(&self, key: &str) -> Option<&'a str> {
         self.0
@@ -49,6 +33,211 @@ impl<'a> Members<'a> {
             .find(|(k, _)| k == key)
             .map(|(_, v)| *v)
             .filter(|v| v.trim() != "null")
+    }
+}
+
+/// One block of a result's `content`.
+enum Block {
+    /// A text block: the range of its decoded text.
+    Text(Range<usize>),
+    /// Any other block (image, audio, link, resource, or not an object): its range, as sent.
+    Other(Range<usize>),
+}
+
+/// A `CallToolResult` read from text the interceptor owns. The text of its text blocks, and of a
+/// `structuredContent` that is a single-key wrapper of text, is decoded where it lies (an escaped
+/// string is never shorter than its text), so a large result is held once, not as its JSON and
+/// again as its text. The members that held those strings are then read through stand-ins:
+/// `content` as `[]` (its blocks are here), the wrapper as `{"key":""}` (its text is
+/// [`Owned::wrapped`]).
+pub(super) struct Owned {
+    buf: String,
+    members: Vec<(String, Range<usize>)>,
+    blocks: Vec<Block>,
+    /// The wrapper's member index, key (as sent) and decoded text.
+    wrapper: Option<(usize, String, Range<usize>)>,
+    /// The wrapper's stand-in.
+    stand_in: String,
+    /// The estimate of the structured content, compact, as sent.
+    structured_tokens: Option<u32>,
+}
+
+impl Owned {
+    /// Reads a result object, nested at most [`RESULT_DEPTH`] levels, and checks every member
+    /// as [`Valid`] (it may be copied into a file or forwarded as it is); the strings decoded
+    /// in place are checked as they are decoded.
+    pub(super) fn read(text: String) -> Result<Self, Error> {
+        let (members, blocks, wrapper, structured_tokens) = Self::layout(&text)?;
+        let mut bytes = text.into_bytes();
+        let mut decode = |range: Range<usize>, what: &str| -> Result<Range<usize>, Error> {
+            let len = unescape_in_place(&mut bytes[range.clone()])
+                .map_err(|e| Error::InvalidInput(format!("{what} is not valid JSON: {e}")))?;
+            Ok(range.start..range.start + len)
+        };
+        let blocks = blocks
+            .into_iter()
+            .map(|block| match block {
+                Block::Text(range) => decode(range, "result.content").map(Block::Text),
+                other => Ok(other),
+            })
+            .collect::<Result<Vec<_>, Error>>()?;
+        let wrapper = match wrapper {
+            Some((index, key, range)) => Some((index, key, decode(range, "result.structuredContent")?)),
+            None => None,
+        };
+        // Decoded text is UTF-8 and the rest of each string became spaces.
+        let buf = String::from_utf8(bytes)
+            .map_err(|e| Error::InvalidInput(format!("result is not UTF-8 once decoded: {e}")))?;
+        let stand_in = wrapper
+            .as_ref()
+            .map(|(_, key, _)| format!("{{{key}:\"\"}}"))
+            .unwrap_or_default();
+        Ok(Owned {
+            buf,
+            members,
+            blocks,
+            wrapper,
+            stand_in,
+            structured_tokens,
+        })
+    }
+
+    /// What `read` needs to know before it decodes: each member's range, each block's, the
+    /// strings to decode (the bodies between their quotes) and the structured content's estimate.
+    #[allow(clippy::type_complexity, reason = "one private call site")]
+    fn layout(
+        text: &str,
+    ) -> Result<
+        (
+            Vec<(String, Range<usize>)>,
+            Vec<Block>,
+            Option<(usize, String, Range<usize>)>,
+            Option<u32>,
+        ),
+        Error,
+    > {
+        parse::<IgnoredAny>(text, RESULT_DEPTH).map_err(|e| Error::InvalidInput(format!("result is {e}")))?;
+        if kind(text) != Kind::Object {
+            return Err(Error::InvalidInput(format!(
+                "result must be a CallToolResult object, got {}",
+                type_name(text)
+            )));
+        }
+        let at = |part: &str| part.as_ptr() as usize - text.as_ptr() as usize;
+        let range = |part: &str| at(part)..at(part) + part.len();
+        // The body of a string literal, between its quotes.
+        let body = |literal: &str| at(literal) + 1..at(literal) + literal.len() - 1;
+        let members = member_texts(text).ok_or_else(|| Error::InvalidInput("result is not a JSON object".into()))?;
+        let mut decoded = Vec::with_capacity(members.len());
+        for (key, value) in &members {
+            let key: String =
+                serde_json::from_str(key).map_err(|e| Error::InvalidInput(format!("result has a bad key: {e}")))?;
+            decoded.push((key, *value));
+        }
+        let last = |name: &str| decoded.iter().rposition(|(k, v)| k == name && v.trim() != "null");
+        let content = last("content");
+        let structured = last("structuredContent");
+        let wrapper = structured.and_then(|i| match member_texts(decoded[i].1)?.as_slice() {
+            [(key, value)] if kind(value) == Kind::String => Some((i, (*key).to_owned(), body(value))),
+            _ => None,
+        });
+        for (i, (key, value)) in decoded.iter().enumerate() {
+            if Some(i) == content || wrapper.as_ref().is_some_and(|(w, ..)| *w == i) {
+                continue;
+            }
+            parse::<Valid>(value, RESULT_DEPTH).map_err(|e| Error::InvalidInput(format!("result.{key} is {e}")))?;
+        }
+        let structured_tokens = structured.map(|i| Counts::of(&minify(decoded[i].1)).tokens());
+        let mut blocks = Vec::new();
+        if let Some(i) = content {
+            let raw = decoded[i].1;
+            let items = elements(raw).ok_or_else(|| {
+                Error::InvalidInput(format!("result.content must be an array, got {}", type_name(raw)))
+            })?;
+            for item in items {
+                blocks.push(Self::block(item, &range, &body)?);
+            }
+        }
+        let members = decoded.into_iter().map(|(k, v)| (k, range(v))).collect();
+        Ok((members, blocks, wrapper, structured_tokens))
+    }
+
+    /// One content block: a text block is an object whose `type` is `"text"` and whose `text`
+    /// is a string (the last of a repeated key, as a parser reads it).
+    fn block(
+        item: &str,
+        range: &impl Fn(&str) -> Range<usize>,
+        body: &impl Fn(&str) -> Range<usize>,
+    ) -> Result<Block, Error> {
+        let invalid = |e: String| Error::InvalidInput(format!("result.content is {e}"));
+        fn text_of<'t>(members: &[(String, &'t str)]) -> Option<&'t str> {
+            let last = |name: &str| members.iter().rev().find(|(k, _)| k == name).map(|(_, v)| *v);
+            let is_text = last("type").is_some_and(|t| serde_json::from_str::<String>(t).is_ok_and(|t| t == "text"));
+            last("text").filter(|t| is_text && kind(t) == Kind::String)
+        }
+        let members = members(item);
+        match members.as_deref().map(|m| (m, text_of(m))) {
+            Some((members, Some(text))) => {
+                for (_, value) in members.iter().filter(|(_, v)| !std::ptr::eq(*v, text)) {
+                    parse::<Valid>(value, RESULT_DEPTH).map_err(|e| invalid(e.to_string()))?;
+                }
+                Ok(Block::Text(body(text)))
+            }
+            _ => {
+                parse::<Valid>(item, RESULT_DEPTH).map_err(|e| invalid(e.to_string()))?;
+                Ok(Block::Other(range(item)))
+            }
+        }
+    }
+
+    /// The members, each as sent but for the stand-ins.
+    pub(super) fn members(&self) -> Members<'_> {
+        Members(
+            self.members
+                .iter()
+                .enumerate()
+                .map(|(i, (key, range))| {
+                    let text: &str = match key.as_str() {
+                        "content" => "[]",
+                        _ if self.wrapper.as_ref().is_some_and(|(w, ..)| *w == i) => &self.stand_in,
+                        _ => &self.buf[range.clone()],
+                    };
+                    (key.clone(), text)
+                })
+                .collect(),
+        )
+    }
+
+    /// The text of each text block, decoded.
+    pub(super) fn texts(&self) -> Vec<&str> {
+        self.blocks
+            .iter()
+            .filter_map(|b| match b {
+                Block::Text(range) => Some(&self.buf[range.clone()]),
+                Block::Other(_) => None,
+            })
+            .collect()
+    }
+
+    /// The blocks that are not text, as sent.
+    pub(super) fn kept(&self) -> Vec<&str> {
+        self.blocks
+            .iter()
+            .filter_map(|b| match b {
+                Block::Other(range) => Some(&self.buf[range.clone()]),
+                Block::Text(_) => None,
+            })
+            .collect()
+    }
+
+    /// The text a single-key `structuredContent` wrapper holds, decoded.
+    pub(super) fn wrapped(&self) -> Option<&str> {
+        self.wrapper.as_ref().map(|(_, _, range)| &self.buf[range.clone()])
+    }
+
+    /// The estimate of the structured content as sent (compact), when there is one.
+    pub(super) fn structured_tokens(&self) -> Option<u32> {
+        self.structured_tokens
     }
 }
 
@@ -74,13 +263,18 @@ fn is_container(text: &str) -> bool {
 /// reference servers of every text result: the text's JSON, or the text itself when it is not
 /// JSON), else the text content when it is a JSON array or object, else one JSON value per text
 /// block (the Python SDK's shape for a tool returning a list), else plain text.
-pub(super) fn data_of<'a>(structured: Option<&'a str>, blocks: &[&'a str], text: &'a str) -> Result<Data<'a>, Error> {
+pub(super) fn data_of<'a>(
+    structured: Option<&'a str>,
+    wrapped: Option<&'a str>,
+    blocks: &[&'a str],
+    text: &'a str,
+) -> Result<Data<'a>, Error> {
     if let Some(raw) = structured {
-        if let Some(inner) = wrapped_text(raw) {
-            return Ok(if is_json(&inner)? && is_container(&inner) {
-                Data::Json(Cow::Owned(inner))
+        if let Some(inner) = wrapped {
+            return Ok(if is_json(inner)? && is_container(inner) {
+                Data::Json(Cow::Borrowed(inner))
             } else {
-                Data::Text(Cow::Owned(inner))
+                Data::Text(Cow::Borrowed(inner))
             });
         }
         if is_container(raw) {
@@ -104,14 +298,6 @@ pub(super) fn data_of<'a>(structured: Option<&'a str>, blocks: &[&'a str], text:
 /// True when `raw` is a single-key wrapper of text such as `{"result": "..."}`.
 pub(super) fn wraps_text(raw: &str) -> bool {
     matches!(members(raw).as_deref(), Some([(_, value)]) if kind(value) == Kind::String)
-}
-
-/// The string of a single-key object such as `{"result": "..."}`.
-fn wrapped_text(raw: &str) -> Option<String> {
-    match members(raw)?.as_slice() {
-        [(_, value)] if kind(value) == Kind::String => serde_json::from_str(value).ok(),
-        _ => None,
-    }
 }
 
 /// The result with its text content replaced by `text` (the blocks that are not text, `kept`,
@@ -169,27 +355,68 @@ mod tests {
 
     #[test]
     fn replacing_keeps_every_other_member_as_sent() {
-        let result = Members::read(
-            "{\"_meta\":{\"n\":1E+2},\"content\":[{\"type\":\"text\",\"text\":\"x\"}],\"structuredContent\":{\"result\":\"x\"},\"resultType\":\"complete\"}",
+        let owned = Owned::read(
+            "{\"_meta\":{\"n\":1E+2},\"content\":[{\"type\":\"text\",\"text\":\"x\"}],\"structuredContent\":{\"result\":\"x\"},\"resultType\":\"complete\"}"
+                .to_owned(),
         )
         .unwrap();
         assert_eq!(
-            replace(&result, &[], "d", "{}"),
+            replace(&owned.members(), &[], "d", "{}"),
             "{\"_meta\":{\"n\":1E+2},\"content\":[{\"type\":\"text\",\"text\":\"d\"}],\"structuredContent\":{\"result\":\"d\"},\"resultType\":\"complete\"}"
         );
     }
 
     #[test]
+    fn text_is_decoded_where_it_lies_and_the_rest_kept_as_sent() {
+        let text = "[{\"a\":\"é\\n😀\u{1}\"}]";
+        let result = serde_json::json!({
+            "content": [{"type": "image", "data": "AA=="}, {"type": "text", "text": text}, {"type": "text", "text": "two"}],
+            "structuredContent": {"result": text},
+            "_meta": {"k": [1, 2]},
+        })
+        .to_string()
+        .replace("\"_meta\":{\"k\":[1,2]}", "\"_meta\":{\"k\": [1E+2, 2]}");
+        let owned = Owned::read(result).unwrap();
+        assert_eq!(owned.texts(), [text, "two"]);
+        assert_eq!(owned.wrapped(), Some(text));
+        assert_eq!(owned.kept(), ["{\"type\":\"image\",\"data\":\"AA==\"}"]);
+        let members = owned.members();
+        assert_eq!(members.get("_meta"), Some("{\"k\": [1E+2, 2]}"));
+        assert_eq!(members.get("structuredContent"), Some("{\"result\":\"\"}"));
+        assert!(wraps_text(members.get("structuredContent").unwrap()));
+    }
+
+    #[test]
+    fn undecodable_text_is_invalid_input_naming_the_member() {
+        for (result, member) in [
+            (r#"{"content":[{"type":"text","text":"a\ud800b"}]}"#, "result.content"),
+            (
+                r#"{"content":[],"structuredContent":{"result":"\udc00"}}"#,
+                "result.structuredContent",
+            ),
+        ] {
+            let Err(Error::InvalidInput(message)) = Owned::read(result.to_owned()) else {
+                panic!("{result}")
+            };
+            assert!(
+                message.starts_with(member) && message.contains("surrogate"),
+                "{message}"
+            );
+        }
+    }
+
+    #[test]
     fn structured_content_is_read_as_sent() {
-        let Data::Json(raw) = data_of(Some("{\"n\": 123456789012345678901234567890}"), &[], "").unwrap() else {
+        let Data::Json(raw) = data_of(Some("{\"n\": 123456789012345678901234567890}"), None, &[], "").unwrap() else {
             panic!()
         };
         assert_eq!(raw, "{\"n\": 123456789012345678901234567890}");
-        let Data::Text(text) = data_of(Some("{\"result\":\"a\\nb\"}"), &[], "").unwrap() else {
+        let Data::Text(text) = data_of(Some("{\"result\":\"\"}"), Some("a\nb"), &[], "").unwrap() else {
             panic!()
         };
         assert_eq!(text, "a\nb");
-        let Data::Json(joined) = data_of(None, &["{\"a\":1}", "{\"a\":2}"], "{\"a\":1}\n{\"a\":2}").unwrap() else {
+        let Data::Json(joined) = data_of(None, None, &["{\"a\":1}", "{\"a\":2}"], "{\"a\":1}\n{\"a\":2}").unwrap()
+        else {
             panic!()
         };
         assert_eq!(joined, "[{\"a\":1},{\"a\":2}]");
