@@ -12,7 +12,15 @@ It speaks raw JSON-RPC lines (no SDK: an SDK would refuse to send what this send
 - `add_extract`: from now on `tools/list` also lists a tool named `lro_extract`
   (announced with `notifications/tools/list_changed`);
 - `batch_rows`: the answer inside a JSON-RPC batch;
-- `huge {"mb": N}`: a JSON array of rows of about N MB as one text block.
+- `huge {"mb": N, "meta": M, "compact": B}`: a JSON array of rows of about N MB as one text
+  block, written as `json.dumps` does (with `compact`, without spaces); with `meta`, a `_meta` of
+  M bytes beside it, and a `structuredContent` wrapper of the same text;
+- `big_note {"mb": N}`: a log notification of about N MB, then a small answer;
+- `big_plain {"mb": N}`: the same text as `huge` as the answer to a `ping`-like request the
+  proxy does not intercept (method `lro-test/big`).
+
+`respell`, `bad_utf8`, `dup_result` and `partial` take `{"n": N}`, the rows of their large
+text (3,000 by default, about 0.3 MB; 20,000 makes about 2 MB, which the proxy spools to disk).
 
 Arguments: `--nameless` lists a tool without a name besides the others. The ids of every
 request the server received are appended to the file named by `--log`, one JSON line each.
@@ -48,7 +56,7 @@ def text_result(text):
 
 
 def tools():
-    names = ["rows", "exit", "respell", "bad_utf8", "dup_result", "partial", "flood", "add_extract", "batch_rows", "huge"]
+    names = ["rows", "exit", "respell", "bad_utf8", "dup_result", "partial", "flood", "add_extract", "batch_rows", "huge", "big_note"]
     listed = [{"name": n, "description": f"the {n} attack", "inputSchema": {"type": "object"}} for n in names]
     if nameless:
         listed.insert(1, {"description": "a tool with no name", "inputSchema": {"type": "object"}})
@@ -57,8 +65,15 @@ def tools():
     return listed
 
 
-def big_text():
-    return json.dumps(rows(3000))
+def big_text(args=None):
+    return json.dumps(rows(int((args or {}).get("n", 3000))))
+
+
+def huge_text(mb, compact=False):
+    row = json.dumps({"id": 0, "name": "a row of the huge result", "payload": "z" * 60},
+                     separators=(",", ":") if compact else None)
+    count = int(float(mb) * (1 << 20) / (len(row) + 1))
+    return "[" + ",".join([row] * count) + "]"
 
 
 for line in sys.stdin.buffer:
@@ -92,17 +107,18 @@ for line in sys.stdin.buffer:
                 spelt = '"' + "".join(f"\\u{ord(c):04x}" for c in mid) + '"'
             else:
                 spelt = "-0" if mid == 0 else f"{mid}.0"
-            body = json.dumps(text_result(big_text()))
+            body = json.dumps(text_result(big_text(args)))
             raw(f'{{"jsonrpc":"2.0","id":{spelt},"result":{body}}}\n'.encode())
         elif name == "bad_utf8":
-            body = json.dumps(text_result(big_text())).encode().replace(b"row 1", b"row \xff", 1)
+            body = json.dumps(text_result(big_text(args))).encode().replace(b"row 1", b"row \xff", 1)
             raw(b'{"jsonrpc":"2.0","id":' + json.dumps(mid).encode() + b',"result":' + body + b"}\n")
         elif name == "dup_result":
-            body = json.dumps(text_result(big_text()))
+            body = json.dumps(text_result(big_text(args)))
             small = json.dumps(text_result("small"))
             raw(f'{{"jsonrpc":"2.0","id":{json.dumps(mid)},"result":{small},"result":{body}}}\n'.encode())
         elif name == "partial":
-            raw(b'{"jsonrpc":"2.0","id":' + json.dumps(mid).encode() + b',"result":{"content":[{"type":"te')
+            raw(b'{"jsonrpc":"2.0","id":' + json.dumps(mid).encode() + b',"result":{"content":[{"type":"text","text":'
+                + json.dumps(big_text(args)).encode()[: -len(big_text(args)) // 2])
             os._exit(4)
         elif name == "flood":
             n = int(args.get("n", 1000))
@@ -118,15 +134,24 @@ for line in sys.stdin.buffer:
             send({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
             send({"jsonrpc": "2.0", "id": mid, "result": text_result("added")})
         elif name == "huge":
-            row = json.dumps({"id": 0, "name": "a row of the huge result", "payload": "z" * 60})
-            count = int(float(args.get("mb", 1)) * (1 << 20) / (len(row) + 1))
-            text = "[" + ",".join([row] * count) + "]"
-            body = json.dumps(text_result(text))
-            del text
+            text = huge_text(args.get("mb", 1), args.get("compact", False))
+            result = text_result(text)
+            if "meta" in args:
+                result["_meta"] = {"note": "m" * int(args["meta"]), "n": 1E+2}
+                result["structuredContent"] = {"result": text}
+            body = json.dumps(result)
+            del text, result
             raw(f'{{"jsonrpc":"2.0","id":{json.dumps(mid)},"result":{body}}}\n'.encode())
+        elif name == "big_note":
+            send({"jsonrpc": "2.0", "method": "notifications/message",
+                  "params": {"level": "info", "data": huge_text(args.get("mb", 1))}})
+            send({"jsonrpc": "2.0", "id": mid, "result": text_result("noted")})
         elif name == "batch_rows":
             send([{"jsonrpc": "2.0", "id": mid, "result": text_result(big_text())}])
         else:
             send({"jsonrpc": "2.0", "id": mid, "error": {"code": -32602, "message": f"no tool {name}"}})
+    elif method == "lro-test/big":
+        body = json.dumps({"text": huge_text(message["params"]["mb"]), "n": 1E+2})
+        raw(f'{{"jsonrpc":"2.0","id":{json.dumps(mid)},"result":{body}}}\n'.encode())
     else:
         send({"jsonrpc": "2.0", "id": mid, "error": {"code": -32601, "message": "method not found"}})

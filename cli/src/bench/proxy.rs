@@ -113,13 +113,18 @@ async fn measure(out: &mut String, targets: &mut Vec<Target>, work: &str, quick:
             });
         }
     }
-    let memory_bytes = {
+    // The result as the server sends it (its text content and its structured content, which
+    // holds the same records), per memory: what the proxy reads.
+    let (memory_bytes, message_bytes) = {
         let (_, all) = recall(&direct, MEMORIES as u64).await?;
-        text(&all).len() / MEMORIES
+        (
+            text(&all).len() / MEMORIES,
+            serde_json::to_string(&all).map_or(0, |s| s.len()) / MEMORIES,
+        )
     };
     direct.client.cancel().await.ok();
     proxied.client.cancel().await.ok();
-    peak_memory(out, targets, work, quick, memory_bytes).await
+    peak_memory(out, targets, work, quick, memory_bytes, message_bytes).await
 }
 
 /// The proxy's peak resident memory while it takes one large result (`VmHWM` of the proxy
@@ -130,18 +135,22 @@ async fn peak_memory(
     work: &str,
     quick: bool,
     memory_bytes: usize,
+    message_bytes: usize,
 ) -> anyhow::Result<()> {
     let exe = crate::session::exe()?;
     writeln!(
         out,
         "\nThe proxy's peak memory (`VmHWM`) with one large result: `lro proxy --output-dir DIR -- lro \
          sample --serve --count N` (the default threshold and limits), one `recall_memories` of all N \
-         memories (about {memory_bytes} bytes each). *Before*: its peak after `initialize`.\n\n\
-         | result | the client receives | before | peak | peak / result |\n|---:|---|---:|---:|---:|"
+         memories (about {memory_bytes} bytes each in the text; the result, which holds them in its text \
+         and its structured content, about {message_bytes} bytes a memory: *result* is its size). *Before*: its peak after `initialize` (the \
+         compiled component and the runtime, whatever the result). *Growth*: peak minus before, what the \
+         result costs; the target is on it.\n\n\
+         | result | the client receives | before | peak | growth / result | peak / result |\n|---:|---|---:|---:|---:|---:|"
     )?;
     let sizes: &[usize] = if quick { &[10] } else { &[10, 100, 250] };
     for &mb in sizes {
-        let count = (mb << 20) / memory_bytes.max(1);
+        let count = (mb << 20) / message_bytes.max(1);
         let args: Vec<String> = [
             "proxy",
             "--output-dir",
@@ -169,19 +178,20 @@ async fn peak_memory(
         };
         session.client.cancel().await.ok();
         remove_all_in(Path::new(work))?;
-        let size = (count * memory_bytes) as f64;
+        let size = (count * message_bytes) as f64;
         let ratio = peak as f64 * 1024.0 / size;
+        let growth = peak.saturating_sub(before) as f64 * 1024.0 / size;
         writeln!(
             out,
-            "| {:.0} MB | {what} | {:.0} MB | {:.0} MB | {ratio:.1}x |",
+            "| {:.0} MB | {what} | {:.0} MB | {:.0} MB | {growth:.2}x | {ratio:.1}x |",
             size / 1e6,
             before as f64 * 1024.0 / 1e6,
             peak as f64 * 1024.0 / 1e6
         )?;
         targets.push(Target {
             what: format!("proxy: peak memory with a {mb} MB result"),
-            figure: format!("{ratio:.1}x the result, {what} (target ≤ 1.5x)"),
-            met: ratio <= 1.5,
+            figure: format!("grew by {growth:.2}x the result, {what} (target ≤ 1.5x)"),
+            met: growth <= 1.5,
         });
     }
     Ok(())

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use anyhow::{Context, bail};
-use lro_cli::proxy::{self, Ending, Settings, http, upstream};
+use lro_cli::proxy::{self, Ending, Settings, http, spool, upstream};
 use reqwest::header::HeaderMap;
 
 use crate::flags::{Cli, ProxyArgs};
@@ -27,10 +27,12 @@ pub fn run(cli: &Cli, args: &ProxyArgs) -> anyhow::Result<()> {
         .enable_all()
         .build()
         .context("starting the async runtime")?;
+    // Large messages go to disk as they are read, in the directory the component reads.
+    let spool = spool::SpoolDir::new(std::path::Path::new(&settings.config.output_dir));
     let ending = tokio.block_on(async {
         let link = match &args.url {
             Some(url) => http::connect(url, headers)?,
-            None => upstream::spawn(&args.command)?,
+            None => upstream::spawn(&args.command, Some(spool))?,
         };
         anyhow::Ok(proxy::serve(settings, link, tokio::io::stdin(), tokio::io::stdout(), grace).await)
     })?;

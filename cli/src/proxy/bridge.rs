@@ -122,17 +122,33 @@ pub fn finish(relay: &mut Relay, client_id: &str, result: &str) {
 /// member the server sent is kept as it came.
 pub fn stamp(result: &str, pending: &Pending) -> Option<String> {
     let mut result = Object::parse(result)?;
-    let mut changed = result.set_default("resultType", "\"complete\"");
+    let added = additions(&result, pending);
+    for (key, value) in &added {
+        result.set_default(key, *value);
+    }
+    (!added.is_empty()).then(|| result.to_string())
+}
+
+/// What a 2026-07-28 client requires of `result` that it lacks, as member texts: `resultType`,
+/// and the cache hints of list and read results.
+pub fn additions(result: &Object<'_>, pending: &Pending) -> Vec<(&'static str, &'static str)> {
+    let mut added = Vec::new();
+    if result.get("resultType").is_none() {
+        added.push(("resultType", "\"complete\""));
+    }
     let cacheable = match pending {
         Pending::Plain(method) => matches!(method.as_str(), "prompts/list" | "resources/read"),
         Pending::ToolsList { .. } | Pending::Resources { .. } => true,
         _ => false,
     };
-    if cacheable && result.get_str("resultType").as_deref() == Some("complete") {
-        changed |= result.set_default("ttlMs", "0");
-        changed |= result.set_default("cacheScope", "\"private\"");
+    if cacheable && result.get_str("resultType").is_none_or(|t| t == "complete") {
+        for (key, value) in [("ttlMs", "0"), ("cacheScope", "\"private\"")] {
+            if result.get(key).is_none() {
+                added.push((key, value));
+            }
+        }
     }
-    changed.then(|| result.to_string())
+    added
 }
 
 /// A bridged client's request without the 2026-07-28 per-request protocol metadata

@@ -229,7 +229,7 @@ pub fn read(relay: &Relay, id: String, params: Option<&Value>, modern: bool) {
                 message::error_response(&id, code, &text)
             }
         };
-        let _ = down.blocking_send(answer);
+        let _ = down.blocking_send(answer.into());
     });
 }
 

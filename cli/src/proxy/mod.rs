@@ -33,6 +33,8 @@ mod files;
 mod guard;
 pub mod http;
 pub mod message;
+pub mod spool;
+mod spooled;
 mod tasks;
 mod tools;
 pub mod upstream;
@@ -47,6 +49,7 @@ use tokio::sync::mpsc;
 
 use edit::Object;
 use message::{Kind, id_key};
+use spool::Out;
 use upstream::{Link, UpEvent};
 
 /// How a proxy session ended.
@@ -127,12 +130,18 @@ where
         events: mut up_events,
         finished,
     } = link;
-    let (down, mut to_client) = mpsc::channel::<Vec<u8>>(upstream::CHANNEL);
+    let (down, mut to_client) = mpsc::channel::<Out>(upstream::CHANNEL);
     let writer = tokio::spawn(async move {
         let mut out = down_out;
-        while let Some(mut message) = to_client.recv().await {
-            message.push(b'\n');
-            if out.write_all(&message).await.is_err() || out.flush().await.is_err() {
+        while let Some(message) = to_client.recv().await {
+            let written = match message {
+                Out::Line(mut line) => {
+                    line.push(b'\n');
+                    out.write_all(&line).await
+                }
+                Out::File { file, splices } => file.write_to(&mut out, &splices).await,
+            };
+            if written.is_err() || out.flush().await.is_err() {
                 break;
             }
         }
@@ -192,6 +201,7 @@ where
             },
             event = up_events.recv(), if room_down => match event {
                 Some(UpEvent::Message(line)) => relay.on_upstream(line),
+                Some(UpEvent::Spooled(spooled)) => relay.on_upstream_spooled(spooled),
                 Some(UpEvent::Failed { id, reason }) => relay.fail(&id, &reason),
                 Some(UpEvent::Died(reason)) => {
                     relay.fail_all(&format!("{reason} before answering this request"));
@@ -240,7 +250,7 @@ async fn sweep_periodically(settings: Settings) {
 
 struct Relay {
     settings: Settings,
-    down: mpsc::Sender<Vec<u8>>,
+    down: mpsc::Sender<Out>,
     up: mpsc::Sender<Vec<u8>>,
     fatal: mpsc::UnboundedSender<String>,
     pending: HashMap<String, Pending>,
@@ -257,7 +267,7 @@ struct Relay {
 /// Sends on a bounded channel without blocking the relay: the relay only takes a message when
 /// the channel has [`ROOM`], so this overflows only where one message makes many (every request
 /// failing at once), and those wait in a task of their own.
-fn send_or_queue(channel: &mpsc::Sender<Vec<u8>>, message: Vec<u8>) {
+fn send_or_queue<T: Send + 'static>(channel: &mpsc::Sender<T>, message: T) {
     if let Err(mpsc::error::TrySendError::Full(message)) = channel.try_send(message) {
         let channel = channel.clone();
         tokio::spawn(async move {
@@ -267,8 +277,8 @@ fn send_or_queue(channel: &mpsc::Sender<Vec<u8>>, message: Vec<u8>) {
 }
 
 impl Relay {
-    fn to_client(&self, message: Vec<u8>) {
-        send_or_queue(&self.down, message);
+    fn to_client(&self, message: impl Into<Out>) {
+        send_or_queue(&self.down, message.into());
     }
 
     fn to_upstream(&self, message: Vec<u8>) {

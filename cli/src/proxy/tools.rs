@@ -12,6 +12,7 @@ use serde_json::{Map, Value};
 use super::edit::{self, Object};
 use super::files::Offloaded;
 use super::message::{self, META_CLIENT_CAPABILITIES};
+use super::spool::Out;
 use super::{Relay, Session};
 
 /// A `tools/call` in flight, or the call behind a task.
@@ -88,7 +89,7 @@ pub fn extract(relay: &Relay, id: String, call: Call) {
     relay.component(move || {
         let answer = settings.extract(&call.arguments);
         let result = text_result(&answer.text, answer.is_error, call.modern);
-        let _ = down.blocking_send(message::response(&id, &result));
+        let _ = down.blocking_send(message::response(&id, &result).into());
     });
 }
 
@@ -130,13 +131,11 @@ pub fn intercept(relay: &Relay, call: Call, line: Vec<u8>, place: Place) {
             Place::Inline => edit::member(answer.get(), "result"),
         };
         let Some(result) = result else {
-            let _ = down.blocking_send(line.clone());
+            let _ = down.blocking_send(line.clone().into());
             return;
         };
-        let complete = serde_json::from_str::<ResultHead<'_>>(result)
-            .is_ok_and(|head| head.result_type.is_none_or(|t| t == "complete"));
-        if !complete {
-            let _ = down.blocking_send(line.clone());
+        if !complete(result) {
+            let _ = down.blocking_send(line.clone().into());
             return;
         }
         let tool_call = ToolCall {
@@ -180,11 +179,20 @@ pub fn intercept(relay: &Relay, call: Call, line: Vec<u8>, place: Place) {
                 Some(answer.to_string())
             }
         });
-        let _ = down.blocking_send(match forward {
-            Some(result) => message::with_result(raw_id, &result),
-            None => line.clone(),
-        });
+        let _ = down.blocking_send(
+            match forward {
+                Some(result) => message::with_result(raw_id, &result),
+                None => line.clone(),
+            }
+            .into(),
+        );
     });
+}
+
+/// True when `result` is a complete result (2026-07-28 `resultType`, absent before): an
+/// `incomplete` one asks the client for input and is forwarded as it is.
+pub(super) fn complete(result: &str) -> bool {
+    serde_json::from_str::<ResultHead<'_>>(result).is_ok_and(|head| head.result_type.is_none_or(|t| t == "complete"))
 }
 
 /// The upstream's tools the proxy can list, each as sent: an entry without a string `name`
@@ -256,13 +264,13 @@ pub fn list(relay: &Relay, id: String, result: String) {
             page.set("tools", edit::array(&tools));
             Ok(page.to_string())
         })();
-        let _ = down.blocking_send(match rewritten {
+        let _ = down.blocking_send(Out::from(match rewritten {
             Ok(page) => message::response(&id, &page),
             Err(reason) => {
                 let text = format!("lro proxy: cannot list the upstream's tools: {reason}");
                 message::error_response(&id, message::INTERNAL_ERROR, &text)
             }
-        });
+        }));
     });
 }
 
@@ -316,25 +324,31 @@ struct BlockHead<'a> {
 /// `preview`, read from the JSON text without decoding the rest of it.
 fn cut_result(result: &str, reason: &str, threshold_tokens: u32) -> String {
     let head: Option<TextHead<'_>> = serde_json::from_str(result).ok();
-    let raw = head
+    let text = head
         .as_ref()
         .and_then(|h| h.content.iter().find_map(|b| b.text))
-        .map_or("\"\"", |t| t.get());
+        .map(RawValue::get);
+    let meta = head.as_ref().and_then(|h| h.meta).map(RawValue::get);
+    cut(text, meta, result.len(), reason, threshold_tokens)
+}
+
+/// The cut result: the first characters of `text` (a JSON string literal, maybe only its start)
+/// and the warning, keeping `_meta`; `total` is the result's size in bytes.
+pub(super) fn cut(text: Option<&str>, meta: Option<&str>, total: usize, reason: &str, threshold_tokens: u32) -> String {
+    let raw = text.unwrap_or("\"\"");
     let budget = (threshold_tokens as usize).saturating_mul(2).max(64);
     let preview = string_prefix(raw, budget);
     let warning = format!(
-        "LRO could not offload this result ({}), and it is too large to forward whole ({} bytes). Showing its first {} characters; the rest is not available. Narrow the request to see it.",
+        "LRO could not offload this result ({}), and it is too large to forward whole ({total} bytes). Showing its first {} characters; the rest is not available. Narrow the request to see it.",
         message::clip(reason, 300),
-        result.len(),
         preview.chars().count()
     );
-    let text =
-        serde_json::json!({"truncated": true, "total_bytes": result.len(), "lro_warning": warning, "preview": preview});
+    let text = serde_json::json!({"truncated": true, "total_bytes": total, "lro_warning": warning, "preview": preview});
     let mut cut = Object::default();
     let content = serde_json::json!([{"type": "text", "text": text.to_string()}]);
     cut.set("content", content.to_string());
-    if let Some(meta) = head.as_ref().and_then(|h| h.meta) {
-        cut.set("_meta", meta.get());
+    if let Some(meta) = meta {
+        cut.set("_meta", meta);
     }
     cut.to_string()
 }

@@ -6,7 +6,9 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use anyhow::Context;
-use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
+
+use super::spool::{self, Incoming, SpoolDir};
 use tokio::process::{Child, Command};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
@@ -16,6 +18,8 @@ use tokio::task::JoinHandle;
 pub enum UpEvent {
     /// One JSON-RPC message (a line, without its newline).
     Message(Vec<u8>),
+    /// One JSON-RPC message too large to hold twice, in a file (`super::spool`).
+    Spooled(super::spool::Spooled),
     /// The request with this id (its JSON text) cannot be answered; fail it with this reason.
     /// The upstream may still answer others (HTTP: the next request tries again).
     Failed { id: String, reason: String },
@@ -45,7 +49,7 @@ const EXIT_GRACE: Duration = Duration::from_secs(2);
 
 /// Starts `command` with piped stdin and stdout (stderr is the proxy's own, so the server's
 /// logs reach the client's log as they would directly) and links to it.
-pub fn spawn(command: &[String]) -> anyhow::Result<Link> {
+pub fn spawn(command: &[String], spool: Option<SpoolDir>) -> anyhow::Result<Link> {
     let (program, args) = command.split_first().context("no upstream command given")?;
     let mut child = Command::new(program)
         .args(args)
@@ -57,13 +61,14 @@ pub fn spawn(command: &[String]) -> anyhow::Result<Link> {
         .with_context(|| format!("starting the upstream server `{program}`"))?;
     let stdin = child.stdin.take().context("the child's stdin")?;
     let stdout = child.stdout.take().context("the child's stdout")?;
-    Ok(stream(stdout, stdin, Some(child)))
+    Ok(stream(stdout, stdin, Some(child), spool))
 }
 
 /// Links to a server that speaks MCP's stdio framing (one JSON-RPC message per line) over
 /// `reader` and `writer`; `child`, when given, is the process behind them. Lines have no length
-/// limit: a large result is the reason the proxy exists.
-pub fn stream<R, W>(reader: R, writer: W, child: Option<Child>) -> Link
+/// limit: a large result is the reason the proxy exists. Lines over `spool::SPOOL_AT` bytes are
+/// written to a file in `spool` as they are read, when it is given.
+pub fn stream<R, W>(reader: R, writer: W, child: Option<Child>, spool: Option<SpoolDir>) -> Link
 where
     R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
@@ -93,28 +98,18 @@ where
 
     let reader_events = events_tx;
     tokio::spawn(async move {
-        let mut reader = BufReader::new(reader);
-        let mut line = Vec::new();
+        // Large reads: a spooled message goes to disk a quarter MiB at a time.
+        let mut reader = BufReader::with_capacity(256 * 1024, reader);
         let end = loop {
-            line.clear();
-            match reader.read_until(b'\n', &mut line).await {
-                Ok(0) => break None,
-                Ok(_) => {
-                    // A last line without its newline is a server that died while writing it:
-                    // only a complete JSON message is passed on, never a fragment.
-                    if line.last() != Some(&b'\n') && serde_json::from_slice::<serde::de::IgnoredAny>(&line).is_err() {
-                        eprintln!(
-                            "lro proxy: the upstream server's output ended in the middle of a message ({} bytes without a newline); it was dropped",
-                            line.len()
-                        );
-                        break None;
-                    }
-                    let message = take_trimmed(&mut line);
-                    if !message.is_empty() && reader_events.send(UpEvent::Message(message)).await.is_err() {
-                        return;
-                    }
-                }
+            let event = match spool::read_message(&mut reader, spool.as_ref()).await {
+                Ok(None) => break None,
+                Ok(Some(Incoming::Line(line))) if line.is_empty() => continue,
+                Ok(Some(Incoming::Line(line))) => UpEvent::Message(line),
+                Ok(Some(Incoming::Spooled(spooled))) => UpEvent::Spooled(spooled),
                 Err(e) => break Some(e.to_string()),
+            };
+            if reader_events.send(event).await.is_err() {
+                return;
             }
         };
         let reason = death_reason(exited_rx, end).await;

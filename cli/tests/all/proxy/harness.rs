@@ -242,7 +242,7 @@ pub async fn wire(upstream: Upstream, settings: Settings, generation: Generation
         }
     });
     let (up_read, up_write) = tokio::io::split(proxy_up);
-    connect(upstream::stream(up_read, up_write, None), settings, generation).await
+    connect(upstream::stream(up_read, up_write, None, None), settings, generation).await
 }
 
 /// The proxy, serving in process between the streamable HTTP server at `url` and a new client.
