@@ -142,9 +142,15 @@ def test_numbers_and_strings_arrive_as_the_server_sent_them(tmp_path, mode):
     assert '"_meta":' + VALUES in raw["7"], "an offloaded result keeps the rest as sent"
 
 
+def big_text(mb) -> str:
+    row = json.dumps({"id": 0, "name": "a row of the big result", "payload": "z" * 60})
+    return "[" + ",".join([row] * int(float(mb) * (1 << 20) / (len(row) + 1))) + "]"
+
+
 class Pretty(http.server.BaseHTTPRequestHandler):
     """A streamable HTTP server that prints its JSON over several lines, as a JSON body (`/json`)
-    or as an event with one `data:` line per line (`/sse`)."""
+    or as an event with one `data:` line per line (`/sse`). The tool `big {"mb": N}` answers
+    with N MB of rows as its text, beside a `_meta` that holds VALUES."""
 
     def log_message(self, *args):
         pass
@@ -159,6 +165,9 @@ class Pretty(http.server.BaseHTTPRequestHandler):
         if message["method"] == "initialize":
             result = '{\n  "protocolVersion": "2025-11-25",\n  "capabilities": {\n    "tools": {}\n  },\n' \
                      '  "serverInfo": {"name": "pretty", "version": "1"}\n}'
+        elif message["params"].get("name") == "big":
+            text = json.dumps(big_text(message["params"]["arguments"]["mb"]))
+            result = '{\n  "content": [\n    {"type": "text", "text": ' + text + '}\n  ],\n  "_meta": ' + VALUES + "\n}"
         else:
             result = '{\n  "content": [\n    {"type": "text", "text": "small"}\n  ],\n  "structuredContent": ' \
                      + VALUES + "\n}"
@@ -197,6 +206,70 @@ def test_a_message_printed_over_several_lines_reaches_the_client_as_one(tmp_path
         server.shutdown()
     assert "resources" in parsed["100"]["result"]["capabilities"], "rewritten, and one line"
     assert '"structuredContent":' + VALUES in raw["1"], raw["1"]
+
+
+def pretty_server():
+    server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), Pretty)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
+def spool_files(directory: Path) -> list:
+    return [p.name for p in directory.iterdir() if p.name.startswith(".lro-spool-")]
+
+
+@pytest.mark.parametrize("path", ["/json", "/sse"])
+def test_a_large_answer_over_http_is_spooled_offloaded_and_kept_as_sent(tmp_path, path):
+    server = pretty_server()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}{path}"
+        big = request("legacy", 1, "tools/call", {"name": "big", "arguments": {"mb": 3}})
+        parsed, raw = session(tmp_path, [handshake("legacy"), [big]], upstream=("--url", url))
+        plain = tmp_path / "plain"
+        plain.mkdir(mode=0o700)
+        whole, _ = session(plain, [handshake("legacy"), [big]], flags=("--threshold", "100000000"),
+                           upstream=("--url", url))
+    finally:
+        server.shutdown()
+    descriptor(parsed["1"]["result"])
+    assert '"_meta":' + VALUES in raw["1"], raw["1"][-300:]
+    assert json.loads(text_of(whole["1"])) == json.loads(big_text(3)), "forwarded whole, as one line"
+    assert spool_files(tmp_path) == [] and spool_files(plain) == []
+
+
+@pytest.mark.parametrize("path", ["/json", "/sse"])
+def test_a_large_answer_over_http_grows_the_proxy_by_at_most_one_and_a_half_times_it(tmp_path, path):
+    server = pretty_server()
+    url = f"http://127.0.0.1:{server.server_address[1]}{path}"
+    proc = subprocess.Popen([LRO, "proxy", "--output-dir", str(tmp_path), "--url", url],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    try:
+        # The session's start done (the proxy's own tools check and the client's listing both
+        # call the component) before the baseline is taken.
+        for line in handshake("legacy") + [request("legacy", 101, "tools/list")]:
+            proc.stdin.write(json.dumps(line).encode() + b"\n")
+        proc.stdin.flush()
+        assert json.loads(proc.stdout.readline())["id"] == 100
+        assert json.loads(proc.stdout.readline())["id"] == 101
+        time.sleep(0.5)
+        before = peak_kib(proc.pid)
+        big = request("legacy", 1, "tools/call", {"name": "big", "arguments": {"mb": 60}})
+        proc.stdin.write(json.dumps(big).encode() + b"\n")
+        proc.stdin.flush()
+        descriptor(json.loads(proc.stdout.readline())["result"])
+        grown = (peak_kib(proc.pid) - before) * 1024
+        assert grown <= 1.5 * 60 * (1 << 20), f"the proxy grew by {grown / (60 << 20):.2f}x a 60 MiB result"
+    finally:
+        proc.kill()
+        proc.wait()
+        server.shutdown()
+
+
+def peak_kib(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1])
+    raise AssertionError("no VmHWM")
 
 
 # --- tasks ------------------------------------------------------------------------------------

@@ -31,7 +31,7 @@ pub fn run(cli: &Cli, args: &ProxyArgs) -> anyhow::Result<()> {
     let spool = spool::SpoolDir::new(std::path::Path::new(&settings.config.output_dir));
     let ending = tokio.block_on(async {
         let link = match &args.url {
-            Some(url) => http::connect(url, headers)?,
+            Some(url) => http::connect(url, headers, Some(spool))?,
             None => upstream::spawn(&args.command, Some(spool))?,
         };
         anyhow::Ok(proxy::serve(settings, link, tokio::io::stdin(), tokio::io::stdout(), grace).await)

@@ -17,6 +17,7 @@ use tokio::sync::mpsc;
 
 use super::edit::Object;
 use super::message::{self, Kind, META_PROTOCOL_VERSION};
+use super::spool::{Incoming, Sink, SpoolDir};
 use super::upstream::{CHANNEL, Link, UpEvent};
 
 const SESSION_ID: &str = "mcp-session-id";
@@ -43,6 +44,8 @@ pub fn parse_header(text: &str) -> anyhow::Result<(HeaderName, HeaderValue)> {
 type Handshake = (Option<Vec<u8>>, Option<Vec<u8>>);
 
 struct Shared {
+    /// Where messages over `spool::SPOOL_AT` bytes are written as they arrive.
+    spool: Option<SpoolDir>,
     client: reqwest::Client,
     url: String,
     headers: HeaderMap,
@@ -60,7 +63,7 @@ struct Shared {
 }
 
 /// Links to the streamable HTTP endpoint `url`, sending `headers` with every request.
-pub fn connect(url: &str, headers: HeaderMap) -> anyhow::Result<Link> {
+pub fn connect(url: &str, headers: HeaderMap, spool: Option<SpoolDir>) -> anyhow::Result<Link> {
     let parsed = reqwest::Url::parse(url).with_context(|| format!("--url {url:?} is not a URL"))?;
     if !matches!(parsed.scheme(), "http" | "https") {
         bail!("--url {url:?}: only http and https URLs are supported");
@@ -82,6 +85,7 @@ pub fn connect(url: &str, headers: HeaderMap) -> anyhow::Result<Link> {
         events: events_tx,
         listening: Mutex::new(None),
         in_flight: Mutex::new(HashMap::new()),
+        spool,
     });
     let finished = tokio::spawn(async move {
         while let Some(message) = outgoing.recv().await {
@@ -351,29 +355,27 @@ async fn read_reply(shared: &Shared, response: Response, id: Option<&str>, is_in
         }
     };
     if event_stream {
-        read_events(response, &shared.events, &mut inspect)
+        read_events(response, &shared.events, shared.spool.as_ref(), &mut inspect)
             .await
             .map_err(Failure::Other)?;
     } else {
-        let body = response
-            .bytes()
-            .await
-            .map_err(|e| Failure::Other(format!("broke off its answer: {}", error_chain(&e))))?;
-        if body.iter().any(|b| !b.is_ascii_whitespace()) {
-            if body.trim_ascii_start().starts_with(b"[") {
-                let batch: Vec<Box<serde_json::value::RawValue>> = serde_json::from_slice(&body)
-                    .map_err(|e| Failure::Other(format!("sent a batch that is not JSON: {e}")))?;
-                for one in batch {
-                    inspect(one.get().as_bytes());
-                    let _ = shared
-                        .events
-                        .send(UpEvent::Message(one_line(one.get().as_bytes().to_vec())))
-                        .await;
-                }
-            } else {
-                inspect(body.trim_ascii());
-                let message = one_line(body.trim_ascii().to_vec());
-                let _ = shared.events.send(UpEvent::Message(message)).await;
+        let mut response = response;
+        let mut sink = Sink::new(shared.spool.as_ref(), true);
+        let broke = |e: reqwest::Error| Failure::Other(format!("broke off its answer: {}", error_chain(&e)));
+        while let Some(chunk) = response.chunk().await.map_err(broke)? {
+            sink.push(&chunk).await.map_err(spool_failure)?;
+        }
+        match sink.finish().await.map_err(spool_failure)? {
+            Incoming::Line(body) if body.is_empty() => {}
+            Incoming::Line(body) => send_body(shared, body, &mut inspect).await?,
+            // A batch is taken apart in memory, as the relay takes one apart.
+            Incoming::Spooled(spooled) if spooled.skeleton.starts_with(b"[") => {
+                let body = spooled.file.load().map_err(spool_failure)?;
+                send_body(shared, body, &mut inspect).await?;
+            }
+            Incoming::Spooled(spooled) => {
+                inspect(&spooled.skeleton);
+                let _ = shared.events.send(UpEvent::Spooled(spooled)).await;
             }
         }
     }
@@ -382,6 +384,29 @@ async fn read_reply(shared: &Shared, response: Response, id: Option<&str>, is_in
     } else {
         Err(Failure::Other("ended its answer without a response".to_owned()))
     }
+}
+
+/// An answer's body held in memory: one message or a batch of them, each passed on as one line.
+async fn send_body(shared: &Shared, body: Vec<u8>, inspect: &mut impl FnMut(&[u8])) -> Result<(), Failure> {
+    if body.starts_with(b"[") {
+        let batch: Vec<Box<serde_json::value::RawValue>> =
+            serde_json::from_slice(&body).map_err(|e| Failure::Other(format!("sent a batch that is not JSON: {e}")))?;
+        for one in batch {
+            inspect(one.get().as_bytes());
+            let _ = shared
+                .events
+                .send(UpEvent::Message(one_line(one.get().as_bytes().to_vec())))
+                .await;
+        }
+    } else {
+        inspect(&body);
+        let _ = shared.events.send(UpEvent::Message(one_line(body))).await;
+    }
+    Ok(())
+}
+
+fn spool_failure(e: std::io::Error) -> Failure {
+    Failure::Other(format!("its answer could not be spooled to disk: {e}"))
 }
 
 /// A message as one line, as the client's side (stdio: a message a line) and the relay need it:
@@ -418,50 +443,171 @@ fn protocol_version(result: &str) -> Option<String> {
 
 /// Reads server-sent events, passing each event's data (one JSON-RPC message) to `inspect`, then
 /// to the relay (waiting while the relay's channel is full: the stream is read no faster than
-/// the client reads).
+/// the client reads). The stream is read as it comes, a chunk at a time: an event's data goes
+/// straight into its message (spooled to disk when large), never gathered line by line.
 async fn read_events(
     mut response: Response,
     events: &mpsc::Sender<UpEvent>,
+    dir: Option<&SpoolDir>,
     inspect: &mut impl FnMut(&[u8]),
 ) -> Result<(), String> {
-    let mut ready: Vec<Vec<u8>> = Vec::new();
-    let mut buffer: Vec<u8> = Vec::new();
-    let mut data: Vec<u8> = Vec::new();
+    let mut parser = EventParser::default();
+    let mut sink = Sink::new(dir, true);
+    let mut has_data = false;
+    let spool = |e: std::io::Error| format!("an event could not be spooled to disk: {e}");
     loop {
         let chunk = response
             .chunk()
             .await
             .map_err(|e| format!("broke off its event stream: {}", error_chain(&e)))?;
         let Some(chunk) = chunk else { break };
-        buffer.extend_from_slice(&chunk);
-        while let Some(end) = buffer.iter().position(|&b| b == b'\n') {
-            let line: Vec<u8> = buffer.drain(..=end).collect();
-            let line = line.strip_suffix(b"\n").unwrap_or(&line);
-            let line = line.strip_suffix(b"\r").unwrap_or(line);
-            if line.is_empty() {
-                if !data.is_empty() {
-                    ready.push(std::mem::take(&mut data));
+        let mut rest = &chunk[..];
+        while !rest.is_empty() {
+            let (used, piece) = parser.next(rest);
+            rest = &rest[used..];
+            match piece {
+                Piece::Data(bytes) => {
+                    has_data = true;
+                    sink.push(bytes).await.map_err(spool)?;
                 }
-            } else if let Some(value) = line.strip_prefix(b"data:") {
-                if !data.is_empty() {
-                    data.push(b'\n');
+                // Several `data:` lines are one message, joined by a line break.
+                Piece::DataBreak if has_data => sink.push(b"\n").await.map_err(spool)?,
+                Piece::DataBreak | Piece::Nothing => {}
+                Piece::Dispatch => {
+                    let done = std::mem::replace(&mut sink, Sink::new(dir, true));
+                    if std::mem::take(&mut has_data) && !send_event(events, done, inspect).await.map_err(spool)? {
+                        return Ok(());
+                    }
                 }
-                data.extend_from_slice(value.strip_prefix(b" ").unwrap_or(value));
-            }
-            // `event:`, `id:`, `retry:` and comments carry nothing the relay needs.
-        }
-        for data in ready.drain(..) {
-            inspect(&data);
-            if events.send(UpEvent::Message(one_line(data))).await.is_err() {
-                return Ok(());
             }
         }
     }
-    if !data.is_empty() {
-        inspect(&data);
-        let _ = events.send(UpEvent::Message(one_line(data))).await;
+    if has_data {
+        send_event(events, sink, inspect).await.map_err(spool)?;
     }
     Ok(())
+}
+
+/// Passes one event's message on; false when the relay is gone.
+async fn send_event(
+    events: &mpsc::Sender<UpEvent>,
+    sink: Sink<'_>,
+    inspect: &mut impl FnMut(&[u8]),
+) -> std::io::Result<bool> {
+    let event = match sink.finish().await? {
+        Incoming::Line(data) if data.is_empty() => return Ok(true),
+        Incoming::Line(data) => {
+            inspect(&data);
+            UpEvent::Message(one_line(data))
+        }
+        Incoming::Spooled(spooled) => {
+            inspect(&spooled.skeleton);
+            UpEvent::Spooled(spooled)
+        }
+    };
+    Ok(events.send(event).await.is_ok())
+}
+
+/// What the next bytes of an event stream are.
+enum Piece<'a> {
+    /// Bytes of the current `data:` line's value.
+    Data(&'a [u8]),
+    /// A `data:` line ended: the next one's value follows a line break.
+    DataBreak,
+    /// An empty line: the event is complete.
+    Dispatch,
+    /// Anything else (`event:`, `id:`, `retry:`, comments: nothing the relay needs).
+    Nothing,
+}
+
+/// A server-sent events parser fed chunk by chunk: only the field name of a line is kept, never
+/// a line.
+#[derive(Default)]
+struct EventParser {
+    /// Inside a line: the field name read so far (at most 8 bytes are kept), until its colon.
+    field: Vec<u8>,
+    state: LineState,
+    /// The last byte was a carriage return: a line feed right after it ends nothing.
+    after_cr: bool,
+}
+
+#[derive(Default, PartialEq)]
+enum LineState {
+    /// At the start of a line.
+    #[default]
+    Start,
+    /// Reading a field name.
+    Field,
+    /// After `data:`, before its value (one space is skipped).
+    DataStart,
+    /// In a `data:` line's value.
+    Data,
+    /// In a line whose content does not matter.
+    Skip,
+}
+
+impl EventParser {
+    /// Reads from `bytes`: how many were used, and what they were.
+    fn next<'a>(&mut self, bytes: &'a [u8]) -> (usize, Piece<'a>) {
+        let first = bytes[0];
+        if self.after_cr && first == b'\n' {
+            self.after_cr = false;
+            return (1, Piece::Nothing);
+        }
+        self.after_cr = false;
+        if first == b'\n' || first == b'\r' {
+            self.after_cr = first == b'\r';
+            let ended = std::mem::take(&mut self.state);
+            let bare_data = ended == LineState::Field && self.field == b"data";
+            self.field.clear();
+            return (
+                1,
+                match ended {
+                    LineState::Start => Piece::Dispatch,
+                    LineState::Data | LineState::DataStart => Piece::DataBreak,
+                    // A line `data` with no colon is a data line with an empty value.
+                    LineState::Field if bare_data => Piece::DataBreak,
+                    _ => Piece::Nothing,
+                },
+            );
+        }
+        match self.state {
+            LineState::Start | LineState::Field => {
+                self.state = LineState::Field;
+                if first == b':' {
+                    self.state = if self.field == b"data" {
+                        LineState::DataStart
+                    } else {
+                        LineState::Skip
+                    };
+                } else if self.field.len() < 8 {
+                    self.field.push(first);
+                } else {
+                    self.state = LineState::Skip;
+                }
+                (1, Piece::Nothing)
+            }
+            LineState::DataStart if first == b' ' => {
+                self.state = LineState::Data;
+                (1, Piece::Nothing)
+            }
+            LineState::DataStart | LineState::Data => {
+                self.state = LineState::Data;
+                let end = bytes
+                    .iter()
+                    .position(|&b| b == b'\n' || b == b'\r')
+                    .unwrap_or(bytes.len());
+                (end, Piece::Data(&bytes[..end]))
+            }
+            LineState::Skip => {
+                let end = bytes
+                    .iter()
+                    .position(|&b| b == b'\n' || b == b'\r')
+                    .unwrap_or(bytes.len());
+                (end.max(1), Piece::Nothing)
+            }
+        }
+    }
 }
 
 /// Opens the GET event stream for server-initiated messages, once per session, and keeps it
@@ -477,6 +623,7 @@ fn listen(shared: &Shared) {
     let session = lock(&shared.session).clone();
     let version = lock(&shared.version).clone();
     let events = shared.events.clone();
+    let spool = shared.spool.clone();
     *listening = Some(tokio::spawn(async move {
         for _attempt in 0..60 {
             let mut request = client
@@ -491,7 +638,7 @@ fn listen(shared: &Shared) {
             }
             match request.send().await {
                 Ok(response) if response.status().is_success() => {
-                    let _ = read_events(response, &events, &mut |_| {}).await;
+                    let _ = read_events(response, &events, spool.as_ref(), &mut |_| {}).await;
                 }
                 Ok(response) if response.status().is_client_error() => return,
                 _ => {}
@@ -551,4 +698,51 @@ fn error_chain(error: &dyn std::error::Error) -> String {
         source = cause.source();
     }
     text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The events' data, as the parser gives it, whatever the chunks.
+    fn events(stream: &[u8], chunk: usize) -> Vec<String> {
+        let mut parser = EventParser::default();
+        let (mut found, mut data, mut has_data) = (Vec::new(), Vec::new(), false);
+        for mut rest in stream.chunks(chunk) {
+            while !rest.is_empty() {
+                let (used, piece) = parser.next(rest);
+                rest = &rest[used..];
+                match piece {
+                    Piece::Data(bytes) => {
+                        has_data = true;
+                        data.extend_from_slice(bytes);
+                    }
+                    Piece::DataBreak if has_data => data.push(b'\n'),
+                    Piece::Dispatch if std::mem::take(&mut has_data) => {
+                        found.push(
+                            String::from_utf8(std::mem::take(&mut data))
+                                .unwrap()
+                                .trim_end()
+                                .to_owned(),
+                        );
+                    }
+                    Piece::Dispatch => data.clear(),
+                    _ => {}
+                }
+            }
+        }
+        found
+    }
+
+    #[test]
+    fn events_are_parsed_whatever_the_chunks() {
+        let stream = b": a comment\nevent: message\nid: 7\ndata: {\"a\":\ndata:  1}\n\nretry: 10\r\ndata:[2]\r\n\r\ndatax: no\ndata\n\ndata: {\"b\": \"c:d\"}\n\n";
+        for chunk in 1..stream.len() {
+            assert_eq!(
+                events(stream, chunk),
+                ["{\"a\":\n 1}", "[2]", "{\"b\": \"c:d\"}"],
+                "chunks of {chunk}"
+            );
+        }
+    }
 }

@@ -510,6 +510,112 @@ fn skeleton(file: &SpoolFile, members: &[Member]) -> std::io::Result<Vec<u8>> {
     Ok(out)
 }
 
+/// One message arriving in pieces: held in memory up to [`SPOOL_AT`] bytes, then (when a
+/// directory is given) written to a spool file as the rest arrives.
+pub struct Sink<'d> {
+    dir: Option<&'d SpoolDir>,
+    line: Vec<u8>,
+    spooling: Option<Spooling>,
+    /// Line breaks in what is spooled become spaces (a message printed over several lines, as
+    /// an HTTP body or an event's `data:` lines may be, must reach a stdio client as one line);
+    /// a message held in memory is left to the caller.
+    one_line: bool,
+}
+
+impl<'d> Sink<'d> {
+    pub fn new(dir: Option<&'d SpoolDir>, one_line: bool) -> Self {
+        Sink {
+            dir,
+            line: Vec::new(),
+            spooling: None,
+            one_line,
+        }
+    }
+
+    /// Bytes of the message so far.
+    pub fn bytes(&self) -> u64 {
+        self.spooling.as_ref().map_or(self.line.len() as u64, |s| s.len)
+    }
+
+    /// True when nothing but whitespace arrived.
+    pub fn is_blank(&self) -> bool {
+        self.spooling.is_none() && self.line.iter().all(u8::is_ascii_whitespace)
+    }
+
+    /// Adds the next bytes of the message.
+    pub async fn push(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+        if let Some(spooling) = self.spooling.as_mut() {
+            return spooling.write(&one_line(bytes, self.one_line)).await;
+        }
+        self.line.extend_from_slice(bytes);
+        if self.line.len() > SPOOL_AT
+            && let Some(dir) = self.dir
+        {
+            match dir.create().await {
+                Ok((file, path, name)) => {
+                    let mut started = Spooling {
+                        file,
+                        path,
+                        name,
+                        len: 0,
+                        scanner: Scanner::default(),
+                        utf8: Utf8::default(),
+                    };
+                    started.write(&one_line(&self.line, self.one_line)).await?;
+                    self.line = Vec::new();
+                    self.spooling = Some(started);
+                }
+                // Held in memory as before: a full disk must not lose the message.
+                Err(e) => {
+                    eprintln!("lro proxy: a large message could not be spooled to disk, so it is held in memory: {e}")
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The message: its line without surrounding whitespace (empty when blank), or the spooled
+    /// message checked.
+    pub async fn finish(mut self) -> std::io::Result<Incoming> {
+        match self.spooling {
+            Some(spooling) => Ok(Incoming::Spooled(spooling.finish().await?)),
+            None if self.is_blank() => Ok(Incoming::Line(Vec::new())),
+            None => Ok(Incoming::Line(super::upstream::take_trimmed(&mut self.line))),
+        }
+    }
+}
+
+/// `bytes` with line breaks as spaces, when `map` (borrowed when there are none).
+fn one_line(bytes: &[u8], map: bool) -> std::borrow::Cow<'_, [u8]> {
+    if !map || !bytes.iter().any(|&b| b == b'\n' || b == b'\r') {
+        return bytes.into();
+    }
+    bytes
+        .iter()
+        .map(|&b| if b == b'\n' || b == b'\r' { b' ' } else { b })
+        .collect::<Vec<u8>>()
+        .into()
+}
+
+impl Incoming {
+    /// What the relay routes on: the line, or the spooled message's skeleton.
+    pub fn head(&self) -> &[u8] {
+        match self {
+            Incoming::Line(line) => line,
+            Incoming::Spooled(spooled) => &spooled.skeleton,
+        }
+    }
+}
+
+impl From<Incoming> for super::upstream::UpEvent {
+    fn from(incoming: Incoming) -> Self {
+        match incoming {
+            Incoming::Line(line) => super::upstream::UpEvent::Message(line),
+            Incoming::Spooled(spooled) => super::upstream::UpEvent::Spooled(spooled),
+        }
+    }
+}
+
 /// Reads one message (a line) from `reader`: in memory up to [`SPOOL_AT`], spooled beyond when
 /// `dir` is given. `Ok(None)` at the end; a last line without its newline that is not a
 /// complete message (a server that died while writing it) is dropped with a note on stderr.
@@ -521,77 +627,38 @@ where
     R: tokio::io::AsyncRead + Unpin,
 {
     use tokio::io::AsyncBufReadExt;
-    let mut line = Vec::new();
-    let mut spooling: Option<Spooling> = None;
+    let mut sink = Sink::new(dir, false);
     loop {
         let buf = reader.fill_buf().await?;
         if buf.is_empty() {
             // The end: a last line without its newline.
-            return Ok(match spooling {
-                Some(spooling) => {
-                    let spooled = spooling.finish().await?;
-                    if spooled.problem.is_some() {
-                        eprintln!(
-                            "lro proxy: the upstream server's output ended in the middle of a message ({} bytes without a newline); it was dropped",
-                            spooled.file.len
-                        );
-                        None
-                    } else {
-                        Some(Incoming::Spooled(spooled))
-                    }
+            if sink.is_blank() {
+                return Ok(None);
+            }
+            let length = sink.bytes();
+            let complete = match sink.finish().await? {
+                Incoming::Spooled(spooled) if spooled.problem.is_none() => Some(Incoming::Spooled(spooled)),
+                Incoming::Line(line) if serde_json::from_slice::<serde::de::IgnoredAny>(&line).is_ok() => {
+                    Some(Incoming::Line(line))
                 }
-                None if line.iter().all(u8::is_ascii_whitespace) => None,
-                None if serde_json::from_slice::<serde::de::IgnoredAny>(&line).is_err() => {
-                    eprintln!(
-                        "lro proxy: the upstream server's output ended in the middle of a message ({} bytes without a newline); it was dropped",
-                        line.len()
-                    );
-                    None
-                }
-                None => Some(Incoming::Line(super::upstream::take_trimmed(&mut line))),
-            });
+                _ => None,
+            };
+            if complete.is_none() {
+                eprintln!(
+                    "lro proxy: the upstream server's output ended in the middle of a message ({length} bytes without a newline); it was dropped"
+                );
+            }
+            return Ok(complete);
         }
         let (part, done) = match buf.iter().position(|&b| b == b'\n') {
             Some(i) => (&buf[..i], Some(i + 1)),
             None => (buf, None),
         };
         let used = done.unwrap_or(part.len());
-        match spooling.as_mut() {
-            Some(spooling) => spooling.write(part).await?,
-            None => {
-                line.extend_from_slice(part);
-                if line.len() > SPOOL_AT
-                    && let Some(dir) = dir
-                {
-                    match dir.create().await {
-                        Ok((file, path, name)) => {
-                            let mut started = Spooling {
-                                file,
-                                path,
-                                name,
-                                len: 0,
-                                scanner: Scanner::default(),
-                                utf8: Utf8::default(),
-                            };
-                            started.write(&line).await?;
-                            line = Vec::new();
-                            spooling = Some(started);
-                        }
-                        // Held in memory as before: a full disk must not lose the message.
-                        Err(e) => eprintln!(
-                            "lro proxy: a large message could not be spooled to disk, so it is held in memory: {e}"
-                        ),
-                    }
-                }
-            }
-        }
+        sink.push(part).await?;
         reader.consume(used);
         if done.is_some() {
-            return match spooling {
-                Some(spooling) => Ok(Some(Incoming::Spooled(spooling.finish().await?))),
-                None if line.iter().all(u8::is_ascii_whitespace) => Ok(Some(Incoming::Line(Vec::new()))),
-                None => Ok(Some(Incoming::Line(super::upstream::take_trimmed(&mut line)))),
-            };
+            return sink.finish().await.map(Some);
         }
     }
 }
@@ -657,7 +724,7 @@ mod tests {
         bad.feed(&[0xff, b'a']);
         assert!(!bad.ok());
         let mut cut_short = Utf8::default();
-        cut_short.feed(&text[..2]);
+        cut_short.feed(&text[..3]);
         assert!(!cut_short.ok());
     }
 }

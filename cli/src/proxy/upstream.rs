@@ -104,8 +104,7 @@ where
             let event = match spool::read_message(&mut reader, spool.as_ref()).await {
                 Ok(None) => break None,
                 Ok(Some(Incoming::Line(line))) if line.is_empty() => continue,
-                Ok(Some(Incoming::Line(line))) => UpEvent::Message(line),
-                Ok(Some(Incoming::Spooled(spooled))) => UpEvent::Spooled(spooled),
+                Ok(Some(incoming)) => UpEvent::from(incoming),
                 Err(e) => break Some(e.to_string()),
             };
             if reader_events.send(event).await.is_err() {

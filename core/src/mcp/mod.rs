@@ -155,7 +155,7 @@ pub fn intercept(config: &Config, call: ToolCall<'_>, emit: &mut dyn FnMut(Event
     // when that is larger (clients show one or the other). The decision and the descriptor both
     // carry it.
     let structured = result.get("structuredContent");
-    let text_tokens = Counts::of(&text).tokens();
+    let text_tokens = owned.text_counts().tokens();
     let mut tokens = match (structured, owned.structured_tokens()) {
         // A single-key wrapper of the text (the reference servers') costs what the text does.
         (Some(raw), _) if !blocks.is_empty() && wraps_text(raw) => text_tokens,

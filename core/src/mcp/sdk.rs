@@ -60,6 +60,9 @@ pub(super) struct Owned {
     stand_in: String,
     /// The estimate of the structured content, compact, as sent.
     structured_tokens: Option<u32>,
+    /// The characters of the text content as sent (its blocks joined by a newline): a JSON
+    /// block is compacted where it lies (below), and the estimate is of what the model reads.
+    text_counts: Counts,
 }
 
 impl Owned {
@@ -69,20 +72,33 @@ impl Owned {
     pub(super) fn read(text: String) -> Result<Self, Error> {
         let (members, blocks, wrapper, structured_tokens) = Self::layout(&text)?;
         let mut bytes = text.into_bytes();
-        let mut decode = |range: Range<usize>, what: &str| -> Result<Range<usize>, Error> {
+        let decode = |bytes: &mut [u8], range: Range<usize>, what: &str| -> Result<Range<usize>, Error> {
             let len = unescape_in_place(&mut bytes[range.clone()])
                 .map_err(|e| Error::InvalidInput(format!("{what} is not valid JSON: {e}")))?;
             Ok(range.start..range.start + len)
         };
-        let blocks = blocks
-            .into_iter()
-            .map(|block| match block {
-                Block::Text(range) => decode(range, "result.content").map(Block::Text),
-                other => Ok(other),
-            })
-            .collect::<Result<Vec<_>, Error>>()?;
+        let mut text_counts = Counts::default();
+        let mut texts = 0;
+        let mut decoded = Vec::with_capacity(blocks.len());
+        for block in blocks {
+            decoded.push(match block {
+                Block::Text(range) => {
+                    let range = decode(&mut bytes, range, "result.content")?;
+                    let counts = Counts::of(std::str::from_utf8(&bytes[range.clone()]).unwrap_or_default());
+                    text_counts.other += counts.other + u64::from(texts > 0);
+                    text_counts.cjk += counts.cjk;
+                    texts += 1;
+                    Block::Text(compact(&mut bytes, range)?)
+                }
+                other => other,
+            });
+        }
+        let blocks = decoded;
         let wrapper = match wrapper {
-            Some((index, key, range)) => Some((index, key, decode(range, "result.structuredContent")?)),
+            Some((index, key, range)) => {
+                let range = decode(&mut bytes, range, "result.structuredContent")?;
+                Some((index, key, compact(&mut bytes, range)?))
+            }
             None => None,
         };
         // Decoded text is UTF-8 and the rest of each string became spaces.
@@ -99,6 +115,7 @@ impl Owned {
             wrapper,
             stand_in,
             structured_tokens,
+            text_counts,
         })
     }
 
@@ -235,10 +252,31 @@ impl Owned {
         self.wrapper.as_ref().map(|(_, _, range)| &self.buf[range.clone()])
     }
 
+    /// The characters of the text content as sent, its blocks joined by a newline.
+    pub(super) fn text_counts(&self) -> Counts {
+        self.text_counts
+    }
+
     /// The estimate of the structured content as sent (compact), when there is one.
     pub(super) fn structured_tokens(&self) -> Option<u32> {
         self.structured_tokens
     }
+}
+
+/// A decoded text at `range` of `bytes`, compacted where it lies when it is a JSON array or object
+/// with whitespace between its tokens (as Python's `json.dumps` writes it): its records are
+/// then borrowed as they lie, where each would otherwise be copied compacted, a second copy of
+/// the result. Every token stays as sent. Returns the text's range.
+fn compact(bytes: &mut [u8], range: Range<usize>) -> Result<Range<usize>, Error> {
+    let Ok(text) = std::str::from_utf8(&bytes[range.clone()]) else {
+        return Ok(range);
+    };
+    // Text too deep to read is left as it is, for `data_of` to refuse.
+    if !is_container(text) || !crate::json_text::raw::has_whitespace(text) || !is_json(text).unwrap_or(false) {
+        return Ok(range);
+    }
+    let len = crate::json_text::raw::minify_in_place(&mut bytes[range.clone()]);
+    Ok(range.start..range.start + len)
 }
 
 /// True when `text` is JSON (of any type) nested at most [`RESULT_DEPTH`] levels; deeper JSON is
@@ -384,6 +422,18 @@ mod tests {
         assert_eq!(members.get("_meta"), Some("{\"k\": [1E+2, 2]}"));
         assert_eq!(members.get("structuredContent"), Some("{\"result\":\"\"}"));
         assert!(wraps_text(members.get("structuredContent").unwrap()));
+    }
+
+    #[test]
+    fn json_text_is_compacted_where_it_lies_and_estimated_as_sent() {
+        let text = "[ {\"a\": 1E+2, \"b\": \"x  y\"} ,\n {\"a\": 2} ]";
+        let result = serde_json::json!({"content": [{"type": "text", "text": text}, {"type": "text", "text": "not json  at all"}]});
+        let owned = Owned::read(result.to_string()).unwrap();
+        assert_eq!(
+            owned.texts(),
+            ["[{\"a\":1E+2,\"b\":\"x  y\"},{\"a\":2}]", "not json  at all"]
+        );
+        assert_eq!(owned.text_counts(), Counts::of(&format!("{text}\nnot json  at all")));
     }
 
     #[test]

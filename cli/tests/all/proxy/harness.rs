@@ -247,7 +247,7 @@ pub async fn wire(upstream: Upstream, settings: Settings, generation: Generation
 
 /// The proxy, serving in process between the streamable HTTP server at `url` and a new client.
 pub async fn wire_http(url: &str, settings: Settings, generation: Generation) -> Wired {
-    let link = proxy::http::connect(url, Default::default()).expect("a valid URL");
+    let link = proxy::http::connect(url, Default::default(), None).expect("a valid URL");
     connect(link, settings, generation).await
 }
 
