@@ -45,12 +45,10 @@ class Function(NamedTuple):
 
 
 def new_engine() -> Engine:
-    """An engine whose stores can be interrupted, with its epoch ticker running."""
+    """An engine whose stores can be interrupted; the `Sandbox` made with it runs its ticker."""
     cfg = EngineConfig()
     cfg.epoch_interruption = True
-    engine = Engine(cfg)
-    _start_ticker(engine)
-    return engine
+    return Engine(cfg)
 
 
 class Sandbox:
@@ -63,6 +61,7 @@ class Sandbox:
 
     def __init__(self, engine: Engine, component: Component, path: str, fast: Optional[bool] = None):
         self._engine, self._component = engine, component
+        weakref.finalize(self, _start_ticker(engine).set)
         if fast and not _capi.AVAILABLE:
             raise LroError("load", f"lro_wasm's fast path is unavailable: {_capi.REASON}")
         self.fast = _capi.AVAILABLE if fast is None else fast
@@ -338,18 +337,20 @@ def trap_error(error: WasmtimeError, stderr: bytes, deadline: float, memory: int
     return LroError("trap", message)
 
 
-def _start_ticker(engine: Engine) -> None:
-    """Advances the engine's epoch every TICK from a daemon thread, which ends with the engine.
-    Wasm runs with the GIL released (ctypes), so the ticker runs during a call."""
-    ref = weakref.ref(engine)
+def _start_ticker(engine: Engine) -> threading.Event:
+    """Advances the engine's epoch every TICK from a daemon thread until the event returned is
+    set. Wasm runs with the GIL released (ctypes), so the ticker runs during a call.
+
+    The thread holds the engine itself, so the engine is freed only after its last tick, by the
+    thread. It used to hold a weak reference, which CPython clears only after the object's
+    finaliser has run: an engine being freed (wasmtime-py's finaliser releases the GIL inside
+    the C call) could be handed back to the ticker, which then ticked freed memory and crashed
+    the process (a segfault seen in CI)."""
+    stop = threading.Event()
 
     def tick() -> None:
-        while True:
-            time.sleep(TICK)
-            engine = ref()
-            if engine is None:
-                return
+        while not stop.wait(TICK):
             engine.increment_epoch()
-            del engine
 
     threading.Thread(target=tick, name="lro-epoch", daemon=True).start()
+    return stop

@@ -82,3 +82,31 @@ def test_eight_threads_share_one_lro(wasm, tmp_path):
           f"RSS {rss_at_warm[0]:.0f} MB after {WARM} calls, {rss_end:.0f} MB after {total}")
     assert total == THREADS * CALLS
     assert rss_end - rss_at_warm[0] < 100, f"resident memory grew from {rss_at_warm[0]:.0f} to {rss_end:.0f} MB"
+
+
+def test_each_lro_ticks_its_engine_until_it_is_gone_and_no_longer(wasm, tmp_path):
+    """An engine's epoch ticker holds the engine and ends when its `Lro` is collected, freeing
+    the engine from its own thread (it used to tick through a weak reference, which could hand
+    it an engine being freed: a segfault). Lros made and dropped leave no ticker behind, and a
+    deadline still interrupts a call."""
+    import gc
+
+    def tickers():
+        return sum(1 for t in threading.enumerate() if t.name == "lro-epoch")
+
+    before = tickers()
+    for _ in range(6):
+        made = Lro(wasm, cache_dir=None, filter_deadline=0.05)
+        assert tickers() == before + 1
+        try:
+            made.query("[limit(100000000; repeat(1))] | length", "null")
+        except LroError as e:
+            assert e.kind == "timeout", e
+        else:
+            raise AssertionError("the deadline did not interrupt the call")
+        del made
+        gc.collect()
+        deadline = time.monotonic() + 2
+        while tickers() > before and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert tickers() == before, "a ticker outlived its Lro"
