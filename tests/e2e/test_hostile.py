@@ -260,8 +260,16 @@ def huge_text(mb, compact=False):
     return "[" + ",".join([row] * int(float(mb) * (1 << 20) / (len(row) + 1))) + "]"
 
 
-def spool_files(directory: Path) -> list:
-    return sorted(p.name for p in directory.iterdir() if p.name.startswith(".lro-spool-"))
+def spool_files(directory: Path, wait=5.0) -> list:
+    """The spool files left in `directory`, once the proxy had `wait` seconds to delete them (it
+    does so right after writing the message, which the client may read first)."""
+    deadline = time.monotonic() + wait
+    while True:
+        left = sorted(p.name for p in directory.iterdir() if p.name.startswith(".lro-spool-"))
+        if not left or time.monotonic() > deadline:
+            return left
+        time.sleep(0.05)
+
 
 
 @pytest.mark.parametrize("compact", [True, False], ids=["compact", "spaced"])
