@@ -153,6 +153,17 @@ fn read_range(dir: &str, source: &interceptor::ResultFile) -> Result<String, Str
     let length = usize::try_from(source.length)
         .map_err(|_| format!("{name}: a range of {} bytes is too long", source.length))?;
     let mut file = std::fs::File::open(&path).map_err(|e| format!("{name}: cannot open it: {e}"))?;
+    // Checked before any memory is taken for the range.
+    let size = file
+        .metadata()
+        .map_err(|e| format!("{name}: cannot read its size: {e}"))?
+        .len();
+    if source.offset.checked_add(source.length).is_none_or(|end| end > size) {
+        return Err(format!(
+            "{name}: the range of {} bytes at {} is past the end of the file ({size} bytes)",
+            source.length, source.offset
+        ));
+    }
     file.seek(SeekFrom::Start(source.offset))
         .map_err(|e| format!("{name}: cannot seek to byte {}: {e}", source.offset))?;
     let mut bytes = Vec::new();
@@ -160,11 +171,11 @@ fn read_range(dir: &str, source: &interceptor::ResultFile) -> Result<String, Str
         .try_reserve_exact(length)
         .map_err(|_| format!("{name}: {length} bytes do not fit in the component's memory"))?;
     bytes.resize(length, 0);
-    // A megabyte a read: the host copies each read through a buffer of the size asked for, so
+    // A quarter MiB a read: the host copies each read through a buffer of the size asked for, so
     // one read of the whole range would hold the result twice.
     let mut read = 0;
     while read < length {
-        let end = (read + (1 << 20)).min(length);
+        let end = (read + (256 << 10)).min(length);
         match file.read(&mut bytes[read..end]) {
             Ok(0) => {
                 return Err(format!(

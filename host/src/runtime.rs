@@ -214,8 +214,18 @@ impl Runtime {
     pub fn intercept_file(&self, config: &Config, call: &ToolCall, source: &ResultFile) -> Result<ToolOutcome, Error> {
         caller_config(config)?;
         let (config, mount) = writable_dir(config);
-        // A large result's instance is not kept: its memory would stay as large.
-        let outcome = self.call(&config, mount, self.io_limits(), false, |store, lro| {
+        // As for `intercept`: an instance is kept only after a small call, since it keeps the
+        // memory the call grew it to.
+        let length = usize::try_from(source.length).unwrap_or(usize::MAX);
+        let meta = call.meta.as_ref().map_or(0, String::len);
+        let keep = small(
+            call.tool
+                .len()
+                .saturating_add(call.arguments.len())
+                .saturating_add(length)
+                .saturating_add(meta),
+        );
+        let outcome = self.call(&config, mount, self.io_limits(), keep, |store, lro| {
             lro.lro_component_interceptor()
                 .call_intercept_file(store, &config, call, source)
         })?;

@@ -20,7 +20,7 @@ It speaks raw JSON-RPC lines (no SDK: an SDK would refuse to send what this send
   proxy does not intercept (method `lro-test/big`).
 
 `respell`, `bad_utf8`, `dup_result` and `partial` take `{"n": N}`, the rows of their large
-text (3,000 by default, about 0.3 MB; 20,000 makes about 2 MB, which the proxy spools to disk).
+text (3,000 by default, about 0.3 MB; the proxy spools what is over 256 KiB to disk).
 
 Arguments: `--nameless` lists a tool without a name besides the others. The ids of every
 request the server received are appended to the file named by `--log`, one JSON line each.

@@ -143,7 +143,7 @@ async fn peak_memory(
         "\nThe proxy's peak memory (`VmHWM`) with one large result: `lro proxy --output-dir DIR -- lro \
          sample --serve --count N` (the default threshold and limits), one `recall_memories` of all N \
          memories (about {memory_bytes} bytes each in the text; the result, which holds them in its text \
-         and its structured content, about {message_bytes} bytes a memory: *result* is its size). *Before*: its peak after `initialize` (the \
+         and its structured content, about {message_bytes} bytes a memory: *result* is its size). *Before*: its peak after `initialize` and a `tools/list` (the \
          compiled component and the runtime, whatever the result). *Growth*: peak minus before, what the \
          result costs; the target is on it.\n\n\
          | result | the client receives | before | peak | growth / result | peak / result |\n|---:|---|---:|---:|---:|---:|"
@@ -167,6 +167,9 @@ async fn peak_memory(
         .collect();
         let session = connect(&args).await?;
         let pid = session.pid().context("the proxy's process id")?;
+        // The session's start done first (the proxy's own check of the tools and the client's
+        // listing call the component), so that only the result counts as growth.
+        session.client.peer().list_all_tools().await.context("tools/list")?;
         let before = peak_kib(pid)?;
         let (_, result) = recall(&session, 0).await?;
         let peak = peak_kib(pid)?;

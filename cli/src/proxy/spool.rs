@@ -22,8 +22,10 @@ use std::time::{Duration, SystemTime};
 use tokio::io::{AsyncReadExt, AsyncSeekExt, AsyncWrite, AsyncWriteExt};
 
 /// Messages longer than this are spooled: large enough that ordinary traffic never touches the
-/// disk, small enough that a large result is never held by both the proxy and the component.
-pub const SPOOL_AT: usize = 1 << 20;
+/// disk (a result this size is over any useful threshold), small enough that a large result is
+/// never held by both the proxy and the component, and that the line gathered before spooling
+/// costs little next to the result.
+pub const SPOOL_AT: usize = 256 * 1024;
 /// Values up to this long keep their text in the skeleton.
 const SMALL: u64 = 64 * 1024;
 /// Spool files of this name prefix belong to proxies.

@@ -570,3 +570,66 @@ fn a_failed_write_degrades_to_a_truncated_result_and_leaves_no_file() {
     assert!(RUNTIME.estimate(text).unwrap() <= 500);
     assert!(names(dir.path()).is_empty());
 }
+
+/// `intercept-file` reads the result from a byte range of a file in the offload directory and
+/// gives what `intercept` gives for the same result; a name with a directory part, a range past
+/// the end and a missing file are `invalid-input` naming the file, never a trap.
+#[test]
+fn intercept_file_reads_a_range_as_intercept_reads_the_text() {
+    let dir = crate::common::tempdir().unwrap();
+    let rows: Vec<Value> = (0..300).map(|i| json!({"id": i, "name": format!("row {i}")})).collect();
+    let result =
+        json!({"content": [{"type": "text", "text": serde_json::to_string_pretty(&rows).unwrap()}], "_meta": {"n": 1}})
+            .to_string();
+    let message = format!("{{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{result}}}");
+    std::fs::write(dir.path().join(".spooled"), &message).unwrap();
+    let offset = message.find("\"result\":").unwrap() as u64 + 9;
+    let source = |name: &str, offset: u64, length: u64| lro_host::ResultFile {
+        name: name.into(),
+        offset,
+        length,
+    };
+    let empty = ToolCall {
+        tool: "list_rows".into(),
+        arguments: "{}".into(),
+        result: String::new(),
+        meta: None,
+    };
+    let config = config(dir.path(), 50);
+    let from_file = RUNTIME
+        .intercept_file(&config, &empty, &source(".spooled", offset, result.len() as u64))
+        .unwrap();
+    let in_memory = RUNTIME
+        .intercept(
+            &config,
+            &ToolCall {
+                result,
+                ..empty.clone()
+            },
+        )
+        .unwrap();
+    let (ToolOutcome::Offloaded(a), ToolOutcome::Offloaded(b)) = (&from_file, &in_memory) else {
+        panic!("{from_file:?} / {in_memory:?}")
+    };
+    let without_paths = |o: &lro_host::ToolOffloaded| {
+        let mut text = o.result.clone();
+        for file in &o.files {
+            text = text.replace(file.as_str(), "FILE");
+        }
+        text
+    };
+    assert_eq!(without_paths(a), without_paths(b));
+    assert_eq!(std::fs::read_to_string(&a.files[0]).unwrap().lines().count(), 301);
+    for (bad, what) in [
+        (source("../x", 0, 1), "not a plain file name"),
+        (source(".spooled", offset, 1 << 30), "past the end of the file"),
+        (source("missing", 0, 10), "missing: cannot open it"),
+    ] {
+        match RUNTIME.intercept_file(&config, &empty, &bad) {
+            Err(lro_host::Error::Component(lro_host::ComponentError::InvalidInput(message))) => {
+                assert!(message.contains(what), "{message}");
+            }
+            other => panic!("{what}: {other:?}"),
+        }
+    }
+}

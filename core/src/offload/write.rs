@@ -117,12 +117,14 @@ fn write_lines<'a>(
     buf.extend_from_slice(header.as_bytes());
     buf.push(b'\n');
     for line in lines {
-        buf.extend_from_slice(line.as_bytes());
-        buf.push(b'\n');
-        if buf.len() >= CHUNK {
+        // Written before it would pass a chunk, so the buffer keeps its one allocation (a line
+        // longer than a chunk grows it once).
+        if buf.len() + line.len() + 1 > CHUNK && !buf.is_empty() {
             file.write_all(&buf)?;
             buf.clear();
         }
+        buf.extend_from_slice(line.as_bytes());
+        buf.push(b'\n');
     }
     file.write_all(&buf)?;
     Ok(bytes)
