@@ -19,7 +19,15 @@ fn main() {
         .map_or_else(|| root.join("target"), PathBuf::from)
         .join("guest");
     let cargo = env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let output = Command::new(cargo)
+    let mut command = Command::new(cargo);
+    // Flags and wrappers meant for the host build (clippy, coverage) must not reach the guest,
+    // unless LRO_LINT_GUEST=1 asks for clippy-driver (RUSTC_WORKSPACE_WRAPPER with its
+    // CLIPPY_ARGS) on the guest too: .ci/run lints the guest for wasm32-wasip2 as it builds it.
+    println!("cargo:rerun-if-env-changed=LRO_LINT_GUEST");
+    if env::var_os("LRO_LINT_GUEST").is_none_or(|v| v != "1") {
+        command.env_remove("RUSTC_WORKSPACE_WRAPPER");
+    }
+    let output = command
         .current_dir(&root)
         .args([
             "build",
@@ -31,11 +39,9 @@ fn main() {
             "--target-dir",
         ])
         .arg(&target_dir)
-        // Flags and wrappers meant for the host build (clippy, coverage) must not reach the guest.
         .env_remove("RUSTFLAGS")
         .env_remove("CARGO_ENCODED_RUSTFLAGS")
         .env_remove("RUSTC_WRAPPER")
-        .env_remove("RUSTC_WORKSPACE_WRAPPER")
         .env_remove("CARGO_TARGET_DIR")
         // The outer build's jobserver descriptors are not this process's to hand on: the nested
         // cargo makes its own.

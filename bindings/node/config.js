@@ -24,8 +24,13 @@ const RULES = {
   descriptor: ['full', 'bare'], recipes: ['v2', 'v1'],
 };
 
+/**
+ * What every configuration variable's name starts with; the key follows in capitals. `ATLATL_`
+ * because LRO was specified for atlatl, a memory server, and keeps its names.
+ */
+export const ENV_PREFIX = 'ATLATL_PROMPT__OFFLOAD__';
 /** The environment variable of a key: `ATLATL_PROMPT__OFFLOAD__` and the key in capitals. */
-export const envVar = (key) => `ATLATL_PROMPT__OFFLOAD__${key.toUpperCase()}`;
+export const envVar = (key) => `${ENV_PREFIX}${key.toUpperCase()}`;
 
 const invalid = (key, source, message) => new LroError('invalid-config', `prompt.offload.${key} (from ${source}): ${message}`);
 const renamedHint = (key) => (RENAMED[key] ? ` (now ${RENAMED[key]})` : '');
@@ -147,9 +152,17 @@ export function readEnvironment(env) {
     const raw = env[envVar(key)];
     if (raw !== undefined) layer.values[key] = value(key, raw, 'text', envVar(key));
   }
-  // A variable under an old name would otherwise be ignored without a word.
-  for (const [old, now] of Object.entries(RENAMED)) {
-    if (env[envVar(old)] !== undefined) throw invalid(old, envVar(old), `renamed: set ${envVar(now)} instead`);
+  // A variable under an old name, or misspelt, would otherwise be ignored without a word. In
+  // name order, as the component checks them (core/src/layers.rs).
+  for (const name of Object.keys(env).filter((n) => n.startsWith(ENV_PREFIX)).sort()) {
+    const key = name.slice(ENV_PREFIX.length).toLowerCase();
+    if (RENAMED[key]) throw invalid(key, name, `renamed: set ${envVar(RENAMED[key])} instead`);
+    if (!KEYS.includes(key)) {
+      throw new LroError('invalid-config', `unknown key prompt.offload.${key} in ${name}; known keys: ${KEYS.join(', ')}`);
+    }
+    if (name !== envVar(key)) {
+      throw invalid(key, name, `variables are named with the key in capitals: set ${envVar(key)} instead`);
+    }
   }
   return layer;
 }
@@ -166,7 +179,8 @@ export function readObject(object, source, others = []) {
     throw new LroError('invalid-config', `${source}: expected an object, got ${shown(object, 'js')}`);
   }
   for (const [key, raw] of Object.entries(object)) {
-    if (others.includes(key) || raw === undefined) continue;
+    // null as undefined: a key given no value sets nothing, as in the other hosts.
+    if (others.includes(key) || raw === undefined || raw === null) continue;
     if (key === 'tools') {
       if (!Array.isArray(raw)) throw invalid('tools', source, `expected a list of {name, ...} objects, got ${shown(raw, 'js')}`);
       raw.forEach((tool, i) => {

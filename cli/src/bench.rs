@@ -12,7 +12,9 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, bail};
 use lro_core::extractor::ExtractRequest as MachineRequest;
-use lro_host::{Config, DescriptorStyle, Detail, ExtractRequest, Operation, Options, Outcome, Request, Runtime};
+use lro_host::{
+    Config, DescriptorStyle, Detail, ExtractRequest, Operation, Options, Outcome, RecipeLibrary, Request, Runtime,
+};
 
 /// Sizes the issue and the paper use: the paper's three scales, then two an order of magnitude up.
 const SIZES: [usize; 5] = [50, 200, 500, 5_000, 50_000];
@@ -68,7 +70,8 @@ fn core_detail(detail: Detail) -> lro_core::Detail {
     }
 }
 
-/// The config for the same code compiled to machine code (`lro-core` called directly).
+/// The config for the same code compiled to machine code (`lro-core` called directly). Field by
+/// field, with no `..Default`: a field added to the config fails to compile here until mapped.
 fn machine_config(config: &Config) -> lro_core::Config {
     lro_core::Config {
         enabled: config.enabled,
@@ -82,7 +85,24 @@ fn machine_config(config: &Config) -> lro_core::Config {
         },
         extract_tool: config.extract_tool,
         schema_version: config.schema_version.clone(),
-        ..lro_core::Config::default()
+        recipes: match config.recipes {
+            RecipeLibrary::V2 => lro_core::RecipeLibrary::V2,
+            RecipeLibrary::V1 => lro_core::RecipeLibrary::V1,
+        },
+        tools: config
+            .tools
+            .iter()
+            .map(|t| lro_core::mcp::ToolSettings {
+                name: t.name.clone(),
+                enabled: t.enabled,
+                threshold_tokens: t.threshold_tokens,
+                sections: t.sections.clone(),
+                inline_keys: t.inline_keys.clone(),
+            })
+            .collect(),
+        max_bytes: config.max_bytes,
+        max_files: config.max_files,
+        dir_problem: config.dir_problem.clone(),
     }
 }
 

@@ -120,7 +120,7 @@ pub struct ConfigArgs {
 impl ConfigArgs {
     /// The flags given, as configuration layers.
     pub fn flags(&self) -> Vec<Flag> {
-        let given: [(&'static str, &'static str, &Option<String>); 8] = [
+        let given: &[(&'static str, &'static str, &Option<String>)] = &[
             ("threshold_tokens", "--threshold-tokens", &self.threshold_tokens),
             ("ttl_seconds", "--ttl-seconds", &self.ttl_seconds),
             ("output_dir", "--output-dir", &self.output_dir),
@@ -131,8 +131,8 @@ impl ConfigArgs {
             ("max_files", "--max-files", &self.max_files),
         ];
         given
-            .into_iter()
-            .filter_map(|(key, name, value)| {
+            .iter()
+            .filter_map(|&(key, name, value)| {
                 value.as_ref().map(|value| Flag {
                     key,
                     name,

@@ -121,5 +121,5 @@ pub(crate) fn config(
     file: Option<&std::path::Path>,
     flags: &[lro_host::config::Flag],
 ) -> anyhow::Result<lro_host::Config> {
-    Ok(lro_host::config::from_environment(runtime.defaults()?, file, flags)?)
+    Ok(lro_host::config::from_environment(runtime, file, flags)?)
 }

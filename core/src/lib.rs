@@ -13,7 +13,8 @@
 //! - `extractor`: [`extractor`] (`extract`, `tool-definition`, `call-tool`, `query`), over [`jq`]
 //!   (jaq with jq 1.6's behaviour) and [`plan`] (what of each record a filter reads).
 //! - `custodian`: [`custodian`] (`sweep`, and the storage caps every write keeps).
-//! - `configuration`: [`Config::default`] (`defaults`).
+//! - `configuration`: [`Config::default`] (`defaults`) and [`layers`] (`load`: a user's file,
+//!   environment, flags and arguments over it).
 //!
 //! Shared by them: [`json_text`] (the hand-written scanners of JSON text), [`time`] (RFC 3339)
 //! and the file sink. `sample` generates test records; it is behind the `sample` feature, so
@@ -33,6 +34,7 @@ pub mod extractor;
 mod fuzz_replay;
 pub mod jq;
 pub mod json_text;
+pub mod layers;
 pub mod mcp;
 pub mod offload;
 pub mod plan;

@@ -1,5 +1,6 @@
-//! `lro_host::config::load` over a fuzzed TOML file, and the same text as the value of each
-//! `ATLATL_PROMPT__OFFLOAD__*` variable and as each key's flag.
+//! `lro_core::layers::load` (the component's `configuration.load`) over a fuzzed TOML file, and
+//! the same text as JSON arguments, as the value of each `ATLATL_PROMPT__OFFLOAD__*` variable,
+//! as each key's flag and as each key's JSON value.
 //!
 //! The whole input, as UTF-8, is the file, the variable value and the flag value.
 //! Replayed by `cli/tests/all/fuzz_replay.rs` (tests/fuzz/config_file/).

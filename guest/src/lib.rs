@@ -137,6 +137,38 @@ impl configuration::Guest for Lro {
     fn defaults() -> types::Config {
         convert::wit_config(lro_core::Config::default())
     }
+
+    fn load(base: types::Config, layers: configuration::ConfigLayers) -> Result<types::Config, types::Error> {
+        use lro_core::layers::{Layer, Setting};
+        let environment: Vec<(String, String)> = layers.environment.into_iter().map(|v| (v.name, v.value)).collect();
+        let settings: Vec<Setting> = layers
+            .settings
+            .into_iter()
+            .map(|s| Setting {
+                key: s.key,
+                value: s.value,
+                source: s.source,
+            })
+            .collect();
+        let mut order = Vec::with_capacity(4);
+        if let Some(d) = &layers.file {
+            order.push(Layer::Toml {
+                name: &d.name,
+                text: &d.text,
+            });
+        }
+        order.push(Layer::Environment(&environment));
+        order.push(Layer::Settings(&settings));
+        if let Some(d) = &layers.arguments {
+            order.push(Layer::Json {
+                name: &d.name,
+                text: &d.text,
+            });
+        }
+        lro_core::layers::load(config(base), &order)
+            .map(convert::wit_config)
+            .map_err(error)
+    }
 }
 
 bindings::export!(Lro with_types_in bindings);

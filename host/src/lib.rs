@@ -34,7 +34,7 @@
 //! call with an [`Error`] and drops its store; the next call starts clean.
 //!
 //! Where things live: [`runtime`](Runtime) (the store, limits and calls), [`config`] (the
-//! `[prompt.offload]` file, environment and flags layered over the component's defaults),
+//! `[prompt.offload]` file, environment and flags gathered for the component to layer),
 //! `dir` (the offload directory's checks), `cache` (the compiled component on disk),
 //! [`Error`] and [`Options`].
 #![deny(missing_docs)]
@@ -54,6 +54,9 @@ mod bindings {
     wasmtime::component::bindgen!({ path: "../wit", world: "lro", additional_derives: [PartialEq, Eq] });
 }
 
+pub use bindings::exports::lro::component::configuration::{
+    ConfigDocument, ConfigLayers, ConfigSetting, ConfigVariable,
+};
 pub use bindings::exports::lro::component::custodian::{SweepFailure, SweepReport};
 pub use bindings::exports::lro::component::extractor::{ExtractRequest, ExtractResult};
 pub use bindings::exports::lro::component::interceptor::{

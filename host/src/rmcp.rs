@@ -91,7 +91,7 @@ impl<S: ServerHandler> WithLro<S> {
     pub fn configured(server: S, file: Option<&std::path::Path>, flags: &[Flag]) -> Result<Self, SetupError> {
         let offloader = off_runtime(|| {
             let runtime = Runtime::new(Options::default())?;
-            let config = config::from_environment(runtime.defaults()?, file, flags)?;
+            let config = config::from_environment(&runtime, file, flags)?;
             Ok::<_, SetupError>(Offloader::prepare(runtime, config)?)
         })?;
         Self::with_offloader(server, offloader)

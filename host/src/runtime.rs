@@ -14,8 +14,8 @@ use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 use crate::bindings;
 use crate::dir::{Mount, absolute_dir, owner_only, prepare_dir, writable_dir};
 use crate::{
-    COMPONENT, ComponentError, Config, Detail, Error, Event, EventSink, ExtractRequest, ExtractResult, Options,
-    Outcome, Recipe, Request, ResultFile, SweepReport, ToolCall, ToolOutcome, cache,
+    COMPONENT, ComponentError, Config, ConfigLayers, Detail, Error, Event, EventSink, ExtractRequest, ExtractResult,
+    Options, Outcome, Recipe, Request, ResultFile, SweepReport, ToolCall, ToolOutcome, cache,
 };
 
 /// How often the epoch ticks; deadlines are counted in these ticks.
@@ -319,17 +319,31 @@ impl Runtime {
     /// The default of every config field (`configuration.defaults`): the spec's
     /// `[prompt.offload]` defaults, with an empty `output_dir` (the host's default directory,
     /// [`default_output_dir`](crate::default_output_dir)). Layer a user's configuration over it
-    /// with [`config::load`](crate::config::load).
+    /// with [`Runtime::load_config`], or [`config::load`](crate::config::load) which gathers the
+    /// layers as the `lro` command does.
     pub fn defaults(&self) -> Result<Config, Error> {
-        // Under the standard limits: a caller's tiny deadline must not fail every call's defaults.
-        let standard = Options::default();
-        let limits = Limits {
-            deadline: standard.deadline,
-            memory: standard.memory,
-        };
-        self.run(None, limits, true, |store, lro| {
+        self.run(None, Self::standard_limits(), true, |store, lro| {
             Ok(Ok(lro.lro_component_configuration().call_defaults(store)?))
         })
+    }
+
+    /// `base` with a user's `layers` applied in order (`configuration.load`): the keys, their
+    /// types and every message are the component's. A bad value or an unknown key is
+    /// [`ComponentError::InvalidConfig`](crate::ComponentError) naming it and where it came from.
+    pub fn load_config(&self, base: &Config, layers: &ConfigLayers) -> Result<Config, Error> {
+        self.run(None, Self::standard_limits(), true, |store, lro| {
+            lro.lro_component_configuration().call_load(store, base, layers)
+        })
+    }
+
+    /// The standard limits, for the calls that read configuration: a caller's tiny deadline must
+    /// not fail them.
+    fn standard_limits() -> Limits {
+        let standard = Options::default();
+        Limits {
+            deadline: standard.deadline,
+            memory: standard.memory,
+        }
     }
 
     /// The component's token estimate of `text` (`interceptor.estimate`).

@@ -30,8 +30,10 @@ export function findComponent(repo, env = process.env) {
   const targetDir = join(env.CARGO_TARGET_DIR ? resolve(env.CARGO_TARGET_DIR) : join(repo, 'target'), 'guest');
   const args = ['build', '-p', 'lro-guest', '--target', 'wasm32-wasip2', '--release', '--target-dir', targetDir];
   const childEnv = { ...env };
-  // As host/build.rs: flags and wrappers meant for another build must not reach the guest's.
+  // As host/build.rs: flags and wrappers meant for another build must not reach the guest's,
+  // but for clippy-driver when LRO_LINT_GUEST=1 asks for it (.ci/run's one linted guest build).
   for (const name of ['RUSTFLAGS', 'CARGO_ENCODED_RUSTFLAGS', 'RUSTC_WRAPPER', 'RUSTC_WORKSPACE_WRAPPER', 'CARGO_TARGET_DIR']) {
+    if (name === 'RUSTC_WORKSPACE_WRAPPER' && env.LRO_LINT_GUEST === '1') continue;
     delete childEnv[name];
   }
   console.error(`LRO_WASM is not set: building the component (cargo ${args.join(' ')})`);

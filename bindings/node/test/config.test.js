@@ -165,8 +165,13 @@ describe('the environment', () => {
     }
   });
 
-  it('variables of other programs are left alone', () => {
+  it('variables of other programs are left alone, and a misspelt one is refused', () => {
     assert.deepEqual(loadConfig({ env: { ATLATL_PROMPT__BUDGET: '3', PATH: '/bin' } }), {});
+    // The same words as the component's (core/src/layers.rs), which the Rust and Python hosts call.
+    assert.equal(refused(() => loadConfig({ env: { ATLATL_PROMPT__OFFLOAD__THRESHHOLD_TOKENS: '5' } })),
+      `unknown key prompt.offload.threshhold_tokens in ATLATL_PROMPT__OFFLOAD__THRESHHOLD_TOKENS; known keys: ${KEYS.join(', ')}`);
+    assert.equal(refused(() => loadConfig({ env: { ATLATL_PROMPT__OFFLOAD__Threshold_Tokens: '5' } })),
+      'prompt.offload.threshold_tokens (from ATLATL_PROMPT__OFFLOAD__Threshold_Tokens): variables are named with the key in capitals: set ATLATL_PROMPT__OFFLOAD__THRESHOLD_TOKENS instead');
   });
 });
 

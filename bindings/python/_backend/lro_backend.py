@@ -89,10 +89,12 @@ def _put_component() -> None:
               "the repository's rust-toolchain.toml then brings the wasm32-wasip2 target), "
               f"{OR_LRO_WASM}")
     env = dict(os.environ)
-    # Flags and wrappers meant for another build must not reach the guest (as host/build.rs).
+    # Flags and wrappers meant for another build must not reach the guest (as host/build.rs),
+    # but for clippy-driver when LRO_LINT_GUEST=1 asks for it: .ci/run's one linted guest build.
     for name in ("RUSTFLAGS", "CARGO_ENCODED_RUSTFLAGS", "RUSTC_WRAPPER", "RUSTC_WORKSPACE_WRAPPER",
                  "CARGO_TARGET_DIR", "CARGO_MAKEFLAGS", "MAKEFLAGS", "MFLAGS"):
-        env.pop(name, None)
+        if not (name == "RUSTC_WORKSPACE_WRAPPER" and env.get("LRO_LINT_GUEST") == "1"):
+            env.pop(name, None)
     command = [cargo, "build", "-p", "lro-guest", "--target", "wasm32-wasip2", "--release",
                "--target-dir", str(REPO / "target" / "guest")]
     print(f"lro-wasm: {CARGO_COMMAND}", file=sys.stderr)

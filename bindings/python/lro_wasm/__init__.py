@@ -149,8 +149,20 @@ class Lro:
         an unreadable file raises LroError `invalid-config` naming the key and where it came
         from (`prompt.offload.threshold_tokens (from ATLATL_PROMPT__OFFLOAD__THRESHOLD_TOKENS):
         expected a whole number ...`)."""
-        return self._merge(_settings.layered(self.defaults(), config_file=config_file, environ=environ,
-                                             arguments=keys, where="the arguments of load_config"))
+        return self.layered(self.defaults(), config_file=config_file, environ=environ, arguments=keys,
+                            where="the arguments of load_config")
+
+    def layered(self, base: dict, *, config_file: Any = None, environ: Optional[Mapping[str, str]] = None,
+                arguments: Optional[Mapping[str, Any]] = None, where: str = "the arguments") -> dict:
+        """`base` (a full config, as `defaults()` gives) with the TOML file `config_file`, the
+        `ATLATL_PROMPT__OFFLOAD__*` variables of `environ` (default: `os.environ`) and
+        `arguments` layered over it, in that order, by the component (`configuration.load`);
+        `where` names the arguments in its errors. `load_config` is this over the defaults."""
+        layers = _settings.layers(config_file=config_file, environ=environ, arguments=arguments, where=where)
+        loaded = self._sandbox.run("load", [self._merge(base), layers], preopen=None, deadline=10.0,
+                                   memory=2 << 30, deliver=self._deliver)
+        loaded.pop(DIR_PROBLEM, None)
+        return loaded
 
     # ---- the component's functions ------------------------------------------------------
 
@@ -281,5 +293,5 @@ class Lro:
 # version of the WIT is refused when it is loaded, not at the first call that needs one.
 _WIT_FUNCTIONS = frozenset({
     "offload", "intercept", "recipes", "estimate", "rewrite_tools",
-    "extract", "query", "tool_definition", "call_tool", "sweep", "defaults",
+    "extract", "query", "tool_definition", "call_tool", "sweep", "defaults", "load",
 })

@@ -36,7 +36,7 @@ try:
 except ImportError as missing:  # say what to install, not where the import failed
     raise ImportError(f"lro_wasm.mcp needs the mcp package ({missing}): pip install 'lro-wasm[mcp]'") from None
 
-from . import Lro, LroError, _settings, default_output_dir
+from . import Lro, LroError, default_output_dir
 
 __all__ = ["LroExtension", "EXTRACT_TOOL"]
 
@@ -79,10 +79,9 @@ class LroExtension(Extension):
         thread, until `close()` or until the extension is garbage-collected."""
         self.lro = lro if lro is not None else Lro(on_event=log_event)
         base = {**self.lro.defaults(), "extract_tool": True}
-        layered = _settings.layered(base, config_file=config_file, arguments=offload,
-                                    where="the arguments of LroExtension")
         #: The full configuration every call gets.
-        self.config: dict = self.lro.config(**layered)
+        self.config: dict = self.lro.layered(base, config_file=config_file, arguments=offload,
+                                             where="the arguments of LroExtension")
         self._middleware_ran = False
         self._warned: set = set()
         self._sweeper = _Sweeper(self)

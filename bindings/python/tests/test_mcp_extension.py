@@ -243,7 +243,7 @@ def test_extract_tool_can_be_turned_off_like_any_key(make, monkeypatch):
 def test_a_bad_setting_raises_naming_the_key_and_its_source(make, monkeypatch):
     with pytest.raises(LroError) as caught:
         make(threshold_tokens="lots")
-    assert caught.value.message == ('prompt.offload.threshold_tokens (from the argument threshold_tokens=): '
+    assert caught.value.message == ('prompt.offload.threshold_tokens (from the arguments of LroExtension): '
                                     'expected a whole number from 0 to 4294967295, got "lots"')
     with pytest.raises(LroError) as caught:
         make(threshold=5)

@@ -1,17 +1,32 @@
 """The configuration read as the `lro` command reads it (host/src/config.rs): a TOML file, the
-`ATLATL_PROMPT__OFFLOAD__*` environment and arguments, in that order of strength, each error
-naming the key and where it came from in the command's own words."""
+`ATLATL_PROMPT__OFFLOAD__*` environment and arguments, in that order of strength, gathered here
+and layered by the component (`configuration.load`), so each error names the key and where it
+came from in the command's own words."""
 
 import pytest
 
 from conftest import REPO
-from lro_wasm import LroError
-from lro_wasm._settings import KEYS, RENAMED, env_var, layered
+from lro_wasm import Lro, LroError
+from lro_wasm._settings import env_var
 
+# The keys of docs/CONFIGURATION.md, and the old names the component points to the new ones from.
+KEYS = ("enabled", "threshold_tokens", "ttl_seconds", "output_dir", "prefix", "descriptor",
+        "schema_version", "extract_tool", "recipes", "max_bytes", "max_files")
+RENAMED = {"threshold": "threshold_tokens", "ttl": "ttl_seconds", "dir": "output_dir", "native": "extract_tool"}
+
+LRO: Lro
 # The component's defaults as the tests' base (only what the layers change is looked at).
-BASE = {"enabled": True, "threshold_tokens": 1600, "ttl_seconds": 3600, "output_dir": "", "prefix": "atlatl",
-        "descriptor": "full", "extract_tool": False, "schema_version": "0.1", "recipes": "v2", "tools": [],
-        "max_bytes": 1 << 30, "max_files": 1000}
+BASE: dict
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _component(lro):
+    global LRO, BASE
+    LRO, BASE = lro, lro.defaults()
+
+
+def layered(base, **kwargs):
+    return LRO.layered(base, **kwargs)
 
 
 def toml(tmp_path, text):
@@ -71,10 +86,10 @@ def test_every_key_works_from_the_file_the_environment_and_the_arguments(tmp_pat
     assert f"| `{key}` |" in (REPO / "docs" / "CONFIGURATION.md").read_text(), "docs/CONFIGURATION.md lacks the key"
 
 
-def test_the_table_walks_every_key_the_command_knows():
+def test_the_table_walks_every_key_the_component_knows():
     assert [row[0] for row in EVERY_KEY] == list(KEYS)
-    config_rs = (REPO / "host" / "src" / "config.rs").read_text()
-    assert all(f'"{key}",' in config_rs for key in KEYS)
+    known = error(arguments={"colour": 1}).split("known keys: ")[1]
+    assert known == ", ".join(KEYS)
 
 
 @pytest.mark.parametrize("text, want", [("true", True), ("TRUE", True), ("1", True), ("false", False), ("False", False), ("0", False)])
@@ -115,9 +130,12 @@ def test_an_old_name_is_an_error_pointing_to_the_new_one(tmp_path):
             f"unknown key prompt.offload.{old} in the arguments of LroExtension (now {new}); known keys: {', '.join(KEYS)}"
 
 
-def test_other_variables_are_left_alone_as_the_command_leaves_them():
-    # The command reads only its keys' variables (and the old names, to say they were renamed).
-    assert layered(BASE, environ={"ATLATL_PROMPT__OFFLOAD__COLOUR": "red", "ATLATL_PROMPT__BUDGET": "3"}) == BASE
+def test_other_programs_variables_are_left_alone_and_a_misspelt_one_is_refused():
+    assert layered(BASE, environ={"ATLATL_PROMPT__BUDGET": "3", "HOME": "/root"}) == BASE
+    # A typo used to change nothing and say nothing; it is refused as a typo in the file is.
+    assert error(environ={"ATLATL_PROMPT__OFFLOAD__THRESHHOLD_TOKENS": "5"}) == (
+        "unknown key prompt.offload.threshhold_tokens in ATLATL_PROMPT__OFFLOAD__THRESHHOLD_TOKENS; "
+        f"known keys: {', '.join(KEYS)}")
 
 
 def test_the_file_errors_name_the_key_and_the_file(tmp_path):
@@ -179,23 +197,29 @@ def test_tools_in_the_arguments_layer_per_tool_and_per_key_over_the_file(tmp_pat
 
 
 @pytest.mark.parametrize("arguments, message", [
-    ({"threshold_tokens": "500"}, 'prompt.offload.threshold_tokens (from the argument threshold_tokens=): expected a whole number from 0 to 4294967295, got "500"'),
-    ({"threshold_tokens": True}, "prompt.offload.threshold_tokens (from the argument threshold_tokens=): expected a whole number from 0 to 4294967295, got true"),
-    ({"ttl_seconds": -1}, "prompt.offload.ttl_seconds (from the argument ttl_seconds=): expected a whole number from 0 to 18446744073709551615, got -1"),
-    ({"enabled": 1}, "prompt.offload.enabled (from the argument enabled=): expected true or false, got 1"),
-    ({"descriptor": "rich"}, 'prompt.offload.descriptor (from the argument descriptor=): expected "full" or "bare", got "rich"'),
-    ({"prefix": None}, "prompt.offload.prefix (from the argument prefix=): expected a string, got nothing"),
-    ({"tools": [{"threshold_tokens": 5}]}, "prompt.offload.tools (from the argument tools=): expected a list of "
-     '{"name": ..., ...} objects or a dict of tool names to settings, got [{ threshold_tokens = 5 }]'),
-    ({"tools": {"t": {"threshold": 5}}}, "prompt.offload.tools.t.threshold (from the argument tools=): unknown key; "
+    ({"threshold_tokens": "500"}, 'prompt.offload.threshold_tokens (from the arguments): expected a whole number from 0 to 4294967295, got "500"'),
+    ({"threshold_tokens": True}, "prompt.offload.threshold_tokens (from the arguments): expected a whole number from 0 to 4294967295, got true"),
+    ({"threshold_tokens": 5.0}, "prompt.offload.threshold_tokens (from the arguments): expected a whole number from 0 to 4294967295, got 5.0"),
+    ({"ttl_seconds": -1}, "prompt.offload.ttl_seconds (from the arguments): expected a whole number from 0 to 18446744073709551615, got -1"),
+    ({"enabled": 1}, "prompt.offload.enabled (from the arguments): expected true or false, got 1"),
+    ({"descriptor": "rich"}, 'prompt.offload.descriptor (from the arguments): expected "full" or "bare", got "rich"'),
+    ({"tools": [{"threshold_tokens": 5}]}, "prompt.offload.tools (from the arguments): expected a list of "
+     '{"name": ..., ...} objects or an object of tool names to settings, got [{"threshold_tokens":5}]'),
+    ({"tools": {"t": {"threshold": 5}}}, "prompt.offload.tools.t.threshold (from the arguments): unknown key; "
      "known keys: enabled, threshold_tokens, sections, inline_keys"),
-    ({"tools": {"t": {"inline_keys": ["a", 1]}}}, 'prompt.offload.tools.t.inline_keys (from the argument tools=): '
-     'expected a list of strings, got ["a", 1]'),
+    ({"tools": {"t": {"inline_keys": ["a", 1]}}}, 'prompt.offload.tools.t.inline_keys (from the arguments): '
+     'expected a list of strings, got ["a",1]'),
     ({"colour": "red"}, f"unknown key prompt.offload.colour in the arguments; known keys: {', '.join(KEYS)}"),
     ({"dir_problem": "x"}, f"unknown key prompt.offload.dir_problem in the arguments; known keys: {', '.join(KEYS)}"),
+    ({"output_dir": object()}, "the arguments: cannot be serialised as JSON: "),
 ])
-def test_a_bad_argument_is_an_error_naming_the_key_and_the_argument(arguments, message):
-    assert error(arguments=arguments) == message
+def test_a_bad_argument_is_an_error_naming_the_key_and_the_arguments(arguments, message):
+    assert error(arguments=arguments).startswith(message)
+    assert message.endswith(": ") or error(arguments=arguments) == message
+
+
+def test_none_sets_nothing():
+    assert layered(BASE, environ={}, arguments={"prefix": None, "tools": {"t": {"enabled": None}}})["prefix"] == "atlatl"
 
 
 def test_an_output_dir_may_be_a_path(tmp_path):

@@ -191,6 +191,20 @@ fn a_bad_config_value_names_the_key_and_exits_2() {
         stderr(&out),
         "lro: prompt.offload.enabled (from ATLATL_PROMPT__OFFLOAD__ENABLED): expected true or false, got \"maybe\"\n"
     );
+    // A misspelt variable is refused as a misspelt key in the file is, not ignored.
+    let out = lro(
+        &["offload"],
+        "[]",
+        &[("ATLATL_PROMPT__OFFLOAD__THRESHHOLD_TOKENS", "5")],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).starts_with(
+            "lro: unknown key prompt.offload.threshhold_tokens in ATLATL_PROMPT__OFFLOAD__THRESHHOLD_TOKENS; known keys: enabled, threshold_tokens,"
+        ),
+        "{}",
+        stderr(&out)
+    );
     let out = lro(&["offload", "--threshold", "many"], "[]", &[]);
     assert_eq!(out.status.code(), Some(2));
     assert_eq!(

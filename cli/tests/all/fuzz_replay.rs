@@ -1,8 +1,8 @@
 //! Replays the fuzz findings and seeds in `tests/fuzz/config_file/` through the code path of the
 //! `config_file` fuzz target (`fuzz/fuzz_targets/config_file.rs`), without libFuzzer: each file
-//! as a TOML config file, as the value of each `ATLATL_PROMPT__OFFLOAD__*` variable and as each flag. Every
-//! file must give `Ok` or a typed `ConfigError`; a panic fails the test, which names every file
-//! that panicked.
+//! as a TOML config file, as JSON arguments, as the value of each `ATLATL_PROMPT__OFFLOAD__*`
+//! variable and as each flag. Every file must give `Ok` or an `InvalidConfig` error; a panic
+//! fails the test, which names every file that panicked.
 //!
 //! `cargo test -p lro-cli --test all fuzz_replay`. See docs/FUZZING.md.
 
