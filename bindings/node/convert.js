@@ -8,11 +8,13 @@
 //   variant {kind: "case", ...payload}         {tag: "case", val: payload}
 //   enum "case"                                "case"
 //   option: the value or null                  the value or undefined
-//   u64, s64: a Number                         a BigInt
+//   u64, s64: a Number (a BigInt past 2^53)    a BigInt
 //   json (`type json = string`): as input a string verbatim or any other value serialised
 //   compactly; as output the string the component returned
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+
+const MAX_EXACT = BigInt(Number.MAX_SAFE_INTEGER);
 
 export class LroError extends Error {
   /** kind: a WIT error case ("not-found", ...) or a host one ("timeout", "memory-limit", ...). */
@@ -217,7 +219,8 @@ export class Shapes {
 
   /** jco form → JSON form. */
   output(type, value) {
-    if (typeof type === 'string') return typeof value === 'bigint' ? Number(value) : value;
+    // A Number while it is exact: a config's ttl_seconds or max_bytes may reach 2^64 - 1.
+    if (typeof type === 'string') return typeof value === 'bigint' && value <= MAX_EXACT ? Number(value) : value;
     if (type.option) return value === undefined || value === null ? null : this.output(type.option, value);
     if (type.list) return value.map((v) => this.output(type.list, v));
     if (type.tuple) return value.map((v, i) => this.output(type.tuple[i], v));

@@ -62,6 +62,8 @@ export const METHODS = Object.freeze({
   sweep: { fn: 'custodian/sweep', dir: 'sweep' },
   // Under the standard deadline: a caller's tiny timeout must not fail every call's defaults.
   defaults: { fn: 'configuration/defaults', dir: 'none', deadline: 'standard' },
+  // The base config is layered as given: its output_dir stays as the caller wrote it.
+  load: { fn: 'configuration/load', dir: 'none', deadline: 'standard', configAsGiven: true },
 });
 
 /**
@@ -292,6 +294,15 @@ export class Lro {
     return structuredClone(await this.#askDefaults());
   }
 
+  /**
+   * configuration.load: `base` (a config over the defaults) with the `layers` a host gathered
+   * (`{file, environment, settings, arguments}`, docs/HOSTS.md) applied by the component; the
+   * whole config. `loadConfig` of `lro-wasm/mcp` gathers them as the `lro` command does.
+   */
+  async load(base, layers) {
+    return this.#invoke('load', [base, layers]);
+  }
+
   /** The promise of the defaults, asked once; read, never changed, by each call's config. */
   #askDefaults() {
     if (!this.#defaults) {
@@ -327,7 +338,9 @@ export class Lro {
     const args = shapes.args(method.fn, given, method.kinds, config);
     const limits = method.limits ?? 'io';
     let how = { dir: null, readOnly: true, limits, deadline: method.deadline };
-    if (config && method.dir === 'none') {
+    if (config && method.configAsGiven) {
+      args[at] = config;
+    } else if (config && method.dir === 'none') {
       // The directory is checked by the component but never opened: no preopen.
       args[at] = { ...config, outputDir: absoluteDir(config.outputDir) };
     } else if (config && method.dir === 'write') {

@@ -2,7 +2,7 @@
 // of offloaded JSONL files, and the server offers `lro_extract` to read them.
 //
 //   import { withLro } from 'lro-wasm/mcp';
-//   withLro(server);                         // server: an McpServer (or a low-level Server)
+//   await withLro(server);                   // server: an McpServer (or a low-level Server)
 //
 // It hooks the server's own `tools/list` and `tools/call` request handlers, whenever they are
 // set (McpServer sets them when the first tool is registered), so the SDK's handling stays in
@@ -18,11 +18,11 @@
 // Nothing is imported from the SDK: the hooks work on the server object the caller passes in, so
 // there is never a second copy of the SDK, and the library alone needs none.
 import { existsSync } from 'node:fs';
-import { KEYS, TOOL_KEYS, envVar, loadConfig } from './config.js';
+import { ENV_PREFIX, configLayers, envVar, loadConfig } from './config.js';
 import { absoluteDir, defaultOutputDir } from './directory.js';
 import { Lro, LroError } from './lro.js';
 
-export { KEYS, TOOL_KEYS, envVar, loadConfig };
+export { ENV_PREFIX, configLayers, envVar, loadConfig };
 
 /** The options of withLro that are not `[prompt.offload]` keys. */
 const OPTIONS = ['configFile', 'env', 'lro'];
@@ -40,16 +40,16 @@ export function sweepInterval(ttlSeconds) {
 
 /**
  * Adds lro to an `McpServer` of @modelcontextprotocol/sdk 1.x (a low-level `Server` is taken too)
- * and returns it. Call it once per server, before or after registering tools, before or after
- * `connect`. Throws an LroError of kind `invalid-config` naming the key and its source when a
- * setting is wrong.
+ * and resolves to it, once the component has layered the configuration. Call it once per server,
+ * before or after registering tools, before or after `connect`. Rejects with an LroError of kind
+ * `invalid-config` naming the key and its source when a setting is wrong.
  */
-export function withLro(server, options = {}) {
+export async function withLro(server, options = {}) {
   if (isServer(server)) return install(server, options, 'withLro options');
   if (!isServer(server?.server)) {
     throw new TypeError(`withLro: expected an McpServer (or a Server) of @modelcontextprotocol/sdk 1.x, got ${describe(server)}`);
   }
-  install(server.server, options, 'withLro options', (config) => {
+  await install(server.server, options, 'withLro options', (config) => {
     // McpServer would list the caller's tool and lro's under one name: refuse it now rather
     // than at the first tools/list.
     if (config.extract_tool && Object.hasOwn(server._registeredTools ?? {}, 'lro_extract')) {
@@ -60,8 +60,8 @@ export function withLro(server, options = {}) {
   return server;
 }
 
-/** withLro for a low-level `Server` of @modelcontextprotocol/sdk 1.x; returns it. */
-export function withLroServer(server, options = {}) {
+/** withLro for a low-level `Server` of @modelcontextprotocol/sdk 1.x; resolves to it. */
+export async function withLroServer(server, options = {}) {
   if (!isServer(server)) {
     const hint = isServer(server?.server) ? ': this is an McpServer, use withLro' : '';
     throw new TypeError(`withLroServer: expected a low-level Server of @modelcontextprotocol/sdk 1.x, got ${describe(server)}${hint}`);
@@ -80,20 +80,28 @@ function describe(v) {
   return `an object of class ${v.constructor?.name ?? 'Object'} (${Object.keys(v).slice(0, 6).join(', ') || 'no keys'})`;
 }
 
-function install(server, options, source, check = () => {}) {
+async function install(server, options, source, check = () => {}) {
   if (options === null || typeof options !== 'object' || Array.isArray(options)) {
     throw new TypeError(`${source}: expected an object, got ${describe(options)}`);
   }
   const { configFile = null, env = process.env, lro = null } = options;
   if (lro !== null && typeof lro?.intercept !== 'function') throw new TypeError(`${source}: lro must be an Lro, got ${describe(lro)}`);
   if (configFile !== null && typeof configFile !== 'string') throw new TypeError(`${source}: configFile must be a path, got ${describe(configFile)}`);
-  // The component's default is extract_tool off; a server that lists lro_extract turns it on
-  // so that descriptors point the model at the tool rather than at a shell.
-  const config = loadConfig({ options, env: env ?? {}, configFile, base: { extract_tool: true }, source, others: OPTIONS });
-  check(config);
   if (server[INSTALLED]) throw new Error(`${source.split(' ')[0]}: lro is installed on this server already; call it once per server`);
-  const setup = { server, config, lro: lro ?? (shared ??= new Lro()) };
+  // Marked before the configuration is layered, so that a second call meanwhile is refused too.
   server[INSTALLED] = true;
+  const theLro = lro ?? (shared ??= new Lro());
+  let config;
+  try {
+    // The component's default is extract_tool off; a server that lists lro_extract turns it on
+    // so that descriptors point the model at the tool rather than at a shell.
+    config = await loadConfig(theLro, { base: { extract_tool: true }, options, env: env ?? {}, configFile, source, others: OPTIONS });
+    check(config);
+  } catch (e) {
+    delete server[INSTALLED];
+    throw e;
+  }
+  const setup = { server, config, lro: theLro };
 
   const hook = () => {
     for (const [method, make] of [['tools/list', listTools], ['tools/call', callTool]]) {
@@ -222,8 +230,8 @@ function startSweeping({ config, lro }) {
       }
     }
     await sweep();
-    const ttl = config.ttl_seconds ?? (await lro.defaults()).ttl_seconds;
-    sweeper.timer = setInterval(sweep, sweepInterval(ttl));
+    // The whole config: the component layered it over its defaults.
+    sweeper.timer = setInterval(sweep, sweepInterval(config.ttl_seconds));
     // The sweeper must never be what keeps a server's process alive.
     sweeper.timer.unref();
   })().catch((e) => e.closed || console.error(`lro: cannot start sweeping ${dir}: ${e.kind ?? e.name}: ${e.message}`));

@@ -54,7 +54,7 @@ server.registerTool('get_note', {
 // shared one when given none. A bad setting stops the server here, naming the key and where it
 // came from.
 try {
-  withLro(server, {
+  await withLro(server, {
     configFile: process.env.LRO_CONFIG || null,
     lro: new Lro({ onEvent: (e) => console.error(`lro: ${e.kind} ${e.path}`) }),
   });

@@ -42,6 +42,8 @@ export function declarations({ table, methods, defaults }) {
   const expr = (t, dir) => {
     if (typeof t === 'string') {
       if (t === 'bool') return 'boolean';
+      // An output is a Number while it is exact, a BigInt past 2^53 (convert.js), which only a
+      // config's fields can reach: they are declared `number | bigint` below.
       if (t === 'u64' || t === 's64') return dir === 'in' ? 'number | bigint' : 'number';
       if (t === 'string' || t === 'char') return 'string';
       return 'number';
@@ -88,7 +90,8 @@ export function declarations({ table, methods, defaults }) {
           if (snake(f.name) === 'output_dir') docs += ' Omitted or "": `defaultOutputDir()`.';
         }
         const optional = dir === 'in' && (config || omissible(f.type, `${ref}.${f.name}`));
-        return `${doc(docs, '  ')}  ${snake(f.name)}${optional ? '?' : ''}: ${expr(f.type, dir)};`;
+        const type = config && f.type === 'u64' ? 'number | bigint' : expr(f.type, dir);
+        return `${doc(docs, '  ')}  ${snake(f.name)}${optional ? '?' : ''}: ${type};`;
       });
       text += `export interface ${ts} {\n${fields.join('\n')}\n}\n`;
     }

@@ -114,7 +114,7 @@ describe('withLroServer on a low-level Server whose handlers are set first', () 
   let client;
   before(async () => {
     setHandlers();
-    assert.equal(withLroServer(server, { lro, output_dir: dir, ...KEEP }), server, 'returns the server');
+    assert.equal(await withLroServer(server, { lro, output_dir: dir, ...KEEP }), server, 'resolves to the server');
     client = await connect(server);
   });
   after(async () => {
@@ -159,7 +159,7 @@ describe('withLroServer before the handlers are set, and on paginated lists', ()
   it('hooks handlers set afterwards, and lists lro_extract once, on the last page', async () => {
     const lro = new Lro();
     const { server, setHandlers } = serverWithTools(3);
-    withLroServer(server, { lro, output_dir: freshDir() });
+    await withLroServer(server, { lro, output_dir: freshDir() });
     setHandlers();
     const client = await connect(server);
     try {
@@ -178,7 +178,7 @@ describe('withLroServer before the handlers are set, and on paginated lists', ()
     const lro = new Lro();
     const { server, setHandlers } = serverWithTools();
     setHandlers();
-    withLroServer(server, { lro, output_dir: freshDir(), extract_tool: false });
+    await withLroServer(server, { lro, output_dir: freshDir(), extract_tool: false });
     const client = await connect(server);
     try {
       const [tools] = await listAll(client);
@@ -201,7 +201,7 @@ describe('a failing intercept', () => {
     setHandlers();
     let client;
     const lines = await stderrOf(async () => {
-      withLroServer(server, { lro, output_dir: freshDir() });
+      await withLroServer(server, { lro, output_dir: freshDir() });
       client = await connect(server);
       const result = await client.callTool({ name: 'big', arguments: {} });
       assert.deepEqual(result, RESULTS.big());
@@ -230,7 +230,7 @@ describe('withLro on an McpServer', () => {
   it('offloads a result of a tool with an outputSchema: neither the server\'s check nor the client\'s rejects the descriptor', async () => {
     const { server, register } = mcpServer();
     // Before any tool: McpServer sets its tools/* handlers at the first registerTool.
-    assert.equal(withLro(server, { lro, output_dir: freshDir() }), server);
+    assert.equal(await withLro(server, { lro, output_dir: freshDir() }), server);
     register();
     server.registerTool('late', { description: 'registered after withLro' }, async () => RESULTS.small());
     const client = await connect(server);
@@ -249,29 +249,29 @@ describe('withLro on an McpServer', () => {
     }
   });
 
-  it('a tool of the server named lro_extract is refused at once', () => {
+  it('a tool of the server named lro_extract is refused at once', async () => {
     const server = new McpServer({ name: 'lro-test', version: '0.0.0' });
     server.registerTool('lro_extract', { description: 'mine' }, async () => RESULTS.small());
-    assert.throws(() => withLro(server, { lro }), (e) => e instanceof LroError && e.kind === 'invalid-input'
+    await assert.rejects(() => withLro(server, { lro }), (e) => e instanceof LroError && e.kind === 'invalid-input'
       && /already has a tool named lro_extract/.test(e.message));
     // With extract_tool off the name is the server's own.
-    withLro(new McpServer({ name: 'other', version: '0.0.0' }), { lro, extract_tool: false, output_dir: freshDir() });
+    await withLro(new McpServer({ name: 'other', version: '0.0.0' }), { lro, extract_tool: false, output_dir: freshDir() });
   });
 
-  it('wrong calls say what was wrong', () => {
+  it('wrong calls say what was wrong', async () => {
     const { server } = mcpServer();
-    assert.throws(() => withLro({}, {}), /^TypeError: withLro: expected an McpServer \(or a Server\) of @modelcontextprotocol\/sdk 1\.x, got an object of class Object/);
-    assert.throws(() => withLroServer(server), /this is an McpServer, use withLro/);
-    assert.throws(() => withLro(server, { lro: {} }), /withLro options: lro must be an Lro/);
-    assert.throws(() => withLro(server, { threshold: 5 }), (e) => e instanceof LroError && e.kind === 'invalid-config'
+    await assert.rejects(() => withLro({}, {}), /^TypeError: withLro: expected an McpServer \(or a Server\) of @modelcontextprotocol\/sdk 1\.x, got an object of class Object/);
+    await assert.rejects(() => withLroServer(server), /this is an McpServer, use withLro/);
+    await assert.rejects(() => withLro(server, { lro: {} }), /withLro options: lro must be an Lro/);
+    await assert.rejects(() => withLro(server, { threshold: 5 }), (e) => e instanceof LroError && e.kind === 'invalid-config'
       && e.message.startsWith('unknown key prompt.offload.threshold in withLro options (now threshold_tokens); known keys: '));
-    assert.throws(() => withLro(server, { env: { ATLATL_PROMPT__OFFLOAD__THRESHOLD_TOKENS: 'lots' } }),
+    await assert.rejects(() => withLro(server, { env: { ATLATL_PROMPT__OFFLOAD__THRESHOLD_TOKENS: 'lots' } }),
       { message: 'prompt.offload.threshold_tokens (from ATLATL_PROMPT__OFFLOAD__THRESHOLD_TOKENS): expected a whole number from 0 to 4294967295, got "lots"' });
     const file = join(root, 'bad.toml');
     writeFileSync(file, '[prompt.offload]\ndir = "/tmp"\n');
-    assert.throws(() => withLro(server, { configFile: file }), { message: new RegExp(`^unknown key prompt.offload.dir in ${file} \\(now output_dir\\)`) });
-    withLro(server, { lro, output_dir: freshDir() });
-    assert.throws(() => withLro(server, { lro }), /^Error: withLro: lro is installed on this server already/);
+    await assert.rejects(() => withLro(server, { configFile: file }), { message: new RegExp(`^unknown key prompt.offload.dir in ${file} \\(now output_dir\\)`) });
+    await withLro(server, { lro, output_dir: freshDir() });
+    await assert.rejects(() => withLro(server, { lro }), /^Error: withLro: lro is installed on this server already/);
   });
 
   it('a setting the component refuses is said on stderr at start, and tools/list answers with it', async () => {
@@ -279,7 +279,7 @@ describe('withLro on an McpServer', () => {
     register();
     let client;
     const lines = await stderrOf(async (seen) => {
-      withLro(server, { lro, prefix: 'a/b', output_dir: freshDir() });
+      await withLro(server, { lro, prefix: 'a/b', output_dir: freshDir() });
       await waitFor(() => seen.some((l) => l.startsWith('lro: the configuration is refused: invalid-config: prefix must be')), 'the start check');
       client = await connect(server);
       await assert.rejects(client.listTools(), /lro: tools\/list could not be rewritten: invalid-config: prefix must be/);
@@ -296,7 +296,7 @@ describe('the offload directory', () => {
     const { server, setHandlers } = serverWithTools();
     setHandlers();
     // The process's shared Lro: no `lro` option.
-    withLroServer(server, { env: {} });
+    await withLroServer(server, { env: {} });
     const client = await connect(server);
     const descriptor = JSON.parse(textOf(await client.callTool({ name: 'big', arguments: {} })));
     await client.close();
@@ -330,7 +330,7 @@ describe('sweeping', () => {
     assert.equal(old.kind, 'offloaded');
     const { server, setHandlers } = serverWithTools();
     setHandlers();
-    withLroServer(server, { lro, ...config });
+    await withLroServer(server, { lro, ...config });
     await waitFor(() => sweeps.length >= 1, 'the first sweep');
     assert.equal(sweeps[0].deleted, 1, 'the sweep at start deletes what an earlier run left');
     assert.ok(!existsSync(old.path));
@@ -358,14 +358,12 @@ describe('sweeping', () => {
       const server = new Server({ name: 'x', version: '0' }, { capabilities: { tools: {} } });
       server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: [] }));
       const lro = new Lro();
-      let started;
-      const defaults = lro.defaults.bind(lro);
-      // The sweeper asks for the defaults (the ttl) just before it sets its timer.
-      lro.defaults = () => { const d = defaults(); started = d; return d; };
-      withLroServer(server, { lro, output_dir: ${JSON.stringify(freshDir())} });
+      let started = false;
+      // The sweeper's timer, seen as it is set.
+      const setInterval = globalThis.setInterval;
+      globalThis.setInterval = (...args) => { started = true; return setInterval(...args); };
+      await withLroServer(server, { lro, output_dir: ${JSON.stringify(freshDir())} });
       while (!started) await new Promise((r) => setTimeout(r, 20));
-      await started;
-      await new Promise((r) => setTimeout(r, 200));
       console.log('timer set');
     `;
     const began = Date.now();

@@ -243,19 +243,19 @@ describe('the package\'s declarations, through its exports', () => {
       const bad = join(dir, 'bad.mts');
       writeFileSync(good, `import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
         import { Server } from '@modelcontextprotocol/sdk/server/index.js';
-        import { Lro, type ConfigInput } from 'lro-wasm';
+        import { Lro, type Config } from 'lro-wasm';
         import { withLro, withLroServer, loadConfig, sweepInterval, envVar, type LroMcpOptions } from 'lro-wasm/mcp';
         const options: LroMcpOptions = { threshold_tokens: 500, ttl_seconds: 60n, configFile: 'lro.toml', lro: new Lro(),
           tools: [{ name: 'search', sections: ['items'] }], env: { HOME: '/root' } };
-        const high: McpServer = withLro(new McpServer({ name: 'a', version: '1' }), options);
-        const low: Server = withLroServer(new Server({ name: 'b', version: '1' }, { capabilities: { tools: {} } }));
-        const config: ConfigInput = loadConfig({ options: { prefix: 'p' }, env: {}, base: { extract_tool: true } });
+        const high: McpServer = await withLro(new McpServer({ name: 'a', version: '1' }), options);
+        const low: Server = await withLroServer(new Server({ name: 'b', version: '1' }, { capabilities: { tools: {} } }));
+        const config: Config = await loadConfig(new Lro(), { options: { prefix: 'p' }, env: {}, base: { extract_tool: true } });
         console.log(high, low, config.prefix, sweepInterval(60) + 1, envVar('prefix').length);
       `);
       writeFileSync(bad, `import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
         import { withLro, withLroServer } from 'lro-wasm/mcp';
-        withLro(new McpServer({ name: 'a', version: '1' }), { threshold: 500 });
-        withLroServer(new McpServer({ name: 'a', version: '1' }));
+        await withLro(new McpServer({ name: 'a', version: '1' }), { threshold: 500 });
+        await withLroServer(new McpServer({ name: 'a', version: '1' }));
       `);
       const check = (file) => ts.getPreEmitDiagnostics(ts.createProgram([file], {
         strict: true, noEmit: true, target: ts.ScriptTarget.ES2022, module: ts.ModuleKind.NodeNext, skipLibCheck: true,
