@@ -19,3 +19,4 @@ mod rmcp_server;
 mod robustness;
 mod shared_cases;
 mod sweep;
+mod vendor;

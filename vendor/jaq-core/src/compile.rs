@@ -226,7 +226,7 @@ pub struct Compiler<S, F> {
 
     errs: Vec<Error<S>>,
 
-    /// code of the main module, to give the line of `$__loc__` (lro)
+    /// lro: code of the main module, to give the line of `$__loc__`
     main_code: Option<S>,
 }
 
@@ -246,7 +246,7 @@ impl<S, F> Default for Compiler<S, F> {
             imported_vars: Vec::new(),
             locals: Locals::default(),
             errs: Vec::new(),
-            main_code: None,
+            main_code: None, // lro: `$__loc__`
         }
     }
 }
@@ -521,7 +521,7 @@ impl<'s, F> Compiler<&'s str, F> {
             self.close_module(file, &mut errs)
         }
         let (file, module) = mods.main;
-        self.main_code = Some(file.code);
+        self.main_code = Some(file.code); // lro: `$__loc__`
         let main = self.open_module(module);
         let id = self.iterm(main);
         self.close_module(file, &mut errs);
@@ -701,6 +701,7 @@ impl<'s, F> Compiler<&'s str, F> {
                     _ => self.fail(name, Undefined::Filter(arity)),
                 }
             }
+            // lro: jq's `?//`, compiled as the `try ... catch` chain it comes to
             BinOp(l, parse::BinaryOp::PipeAlt(pats), r) => {
                 return self.term(alternatives(*l, pats, *r), tr);
             }
@@ -722,7 +723,7 @@ impl<'s, F> Compiler<&'s str, F> {
                 };
                 let t = match op {
                     Pipe(pat) => Term::Pipe(l, pat.map(|pat| self.pattern(pat)), r),
-                    PipeAlt(_) => unreachable!("rewritten above"),
+                    PipeAlt(_) => unreachable!("rewritten above"), // lro: `?//`
                     Comma => Term::Comma(l, r),
                     Math(op) => Term::Math(l, op, r),
                     Assign => Term::Assign(l, r),
@@ -866,13 +867,14 @@ impl<'s, F> Compiler<&'s str, F> {
                 i += 1;
             }
         }
+        // lro: jq's `$__loc__`
         if x == "$__loc__" {
             return self.loc(x);
         }
         self.fail(x, Undefined::Var)
     }
 
-    /// jq's `$__loc__`: `{"file": "<top-level>", "line": n}`, `n` counting from 1 (lro).
+    /// lro: jq's `$__loc__`: `{"file": "<top-level>", "line": n}`, `n` counting from 1.
     fn loc(&mut self, x: &'s str) -> Term {
         let line = self.main_code.and_then(|code| {
             let offset = (x.as_ptr() as usize).checked_sub(code.as_ptr() as usize)?;
@@ -1016,7 +1018,7 @@ fn tco() {
     assert_eq!(*calls_in(f), [CatchOne, CatchAll, Throw]);
 }
 
-/// `l as p1 ?// p2 ?// p3 | r`, written with what jaq already has (lro):
+/// lro: `l as p1 ?// p2 ?// p3 | r`, written with what jaq already has:
 ///
 /// ~~~ text
 /// . as $in | l as $v |

@@ -24,7 +24,7 @@ use core::cmp::Ordering;
 use core::fmt;
 use core::hash::{Hash, Hasher};
 use jaq_core::box_iter::box_once;
-use jaq_core::{load, path, val, Exn};
+use jaq_core::{load, path, val, Exn}; // lro: `ops` was for the messages jq_err.rs words
 use num_bigint::BigInt;
 use num_traits::{cast::ToPrimitive, Signed};
 
@@ -91,7 +91,7 @@ enum Type {
     /// `"1" | sin` or `pow(2; "3")` or `fma(2; 3; "4")`
     Float,
     */
-
+    // lro: no `Num` and `Iter`: their errors are in jq's words (jq_err.rs)
     /// `{(0): 1}` or `0 | fromjson` or `0 | explode` or `"a b c" | split(0)`
     Str,
     /// `0 | sort` or `0 | implode` or `[] | .[0:] = 0`
@@ -106,6 +106,7 @@ impl Type {
         match self {
             Self::Int => "integer",
             //Self::Float => "floating-point number",
+            // lro: no `Num` and `Iter` (jq_err.rs)
             Self::Str => "string",
             Self::Arr => "array",
             Self::Range => "rangeable (array or string)",
@@ -144,7 +145,7 @@ impl jaq_core::ValT for Val {
         match self {
             Self::Arr(a) => Box::new(rc_unwrap_or_clone(a).into_iter().enumerate().map(arr_idx)),
             Self::Obj(o) => Box::new(rc_unwrap_or_clone(o).into_iter().map(Ok)),
-            _ => box_once(Err(jq_err::iterate(&self))),
+            _ => box_once(Err(jq_err::iterate(&self))), // lro: jq's words
         }
     }
 
@@ -152,7 +153,7 @@ impl jaq_core::ValT for Val {
         match self {
             Self::Arr(a) => Box::new(rc_unwrap_or_clone(a).into_iter().map(Ok)),
             Self::Obj(o) => Box::new(rc_unwrap_or_clone(o).into_iter().map(|(_k, v)| Ok(v))),
-            _ => box_once(Err(jq_err::iterate(&self))),
+            _ => box_once(Err(jq_err::iterate(&self))), // lro: jq's words
         }
     }
 
@@ -193,7 +194,7 @@ impl jaq_core::ValT for Val {
                 let iter = iter.filter_map(|(k, v)| f(v).next().map(|v| Ok((k, v?))));
                 Ok(Self::obj(iter.collect::<Result<_, Exn<_>>>()?))
             }
-            v => opt.fail(v, |v| Exn::from(jq_err::iterate(&v))),
+            v => opt.fail(v, |v| Exn::from(jq_err::iterate(&v))), // lro: jq's words
         }
     }
 
@@ -218,14 +219,14 @@ impl jaq_core::ValT for Val {
             }
         }
         match self {
-            Val::Obj(ref mut o) if matches!(index, Val::TStr(_) | Val::BStr(_)) => {
+            Val::Obj(ref mut o) if matches!(index, Val::TStr(_) | Val::BStr(_)) => { // lro: string keys
                 use indexmap::map::Entry::{Occupied, Vacant};
                 match Rc::make_mut(o).entry(index.clone()) {
                     Occupied(mut e) => {
                         let v = core::mem::take(e.get_mut());
                         match f(v).next().transpose()? {
                             Some(y) => e.insert(y),
-                            // jq keeps the order of the other keys
+                            // lro: jq keeps the order of the other keys
                             None => e.shift_remove(),
                         };
                     }
@@ -237,7 +238,7 @@ impl jaq_core::ValT for Val {
                 }
                 Ok(self)
             }
-            Val::Arr(ref mut a) if matches!(index, Val::Num(_)) => {
+            Val::Arr(ref mut a) if matches!(index, Val::Num(_)) => { // lro: as jq (above)
                 let Some(i) = jaq_std::ValT::as_f64(index).filter(|i| !i.is_nan()) else {
                     return opt.fail(self, |_| Exn::from(Error::str("Cannot set array element at NaN index")));
                 };
@@ -271,7 +272,7 @@ impl jaq_core::ValT for Val {
                 }
                 Ok(self)
             }
-            _ => opt.fail(self, |v| Exn::from(jq_err::index(&v, index))),
+            _ => opt.fail(self, |v| Exn::from(jq_err::index(&v, index))), // lro: jq's words
         }
     }
 
@@ -625,7 +626,7 @@ impl core::ops::Add for Val {
                 Rc::make_mut(&mut l).extend(r.iter().map(|(k, v)| (k.clone(), v.clone())));
                 Ok(Obj(l))
             }
-            (l, r) => Err(jq_err::math(&l, "added", &r)),
+            (l, r) => Err(jq_err::math(&l, "added", &r)), // lro: jq's words
         }
     }
 }
@@ -640,7 +641,7 @@ impl core::ops::Sub for Val {
                 Rc::make_mut(&mut l).retain(|x| !r.contains(x));
                 Ok(Self::Arr(l))
             }
-            (l, r) => Err(jq_err::math(&l, "subtracted", &r)),
+            (l, r) => Err(jq_err::math(&l, "subtracted", &r)), // lro: jq's words
         }
     }
 }
@@ -687,7 +688,7 @@ impl core::ops::Mul for Val {
                 obj_merge(&mut l, r);
                 Ok(Obj(l))
             }
-            (l, r) => Err(jq_err::math(&l, "multiplied", &r)),
+            (l, r) => Err(jq_err::math(&l, "multiplied", &r)), // lro: jq's words
         }
     }
 }
@@ -734,6 +735,7 @@ impl core::ops::Rem for Val {
             (Self::Num(x), Self::Num(y)) if !(x.is_int() && y.is_int() && y == Num::Int(0)) => {
                 Ok(Self::Num(x % y))
             }
+            // lro: jq refuses a zero divisor, in its words
             (Self::Num(x), Self::Num(y)) => Err(jq_err::math(
                 &Self::Num(x),
                 "divided (remainder) because the divisor is zero",
@@ -749,7 +751,7 @@ impl core::ops::Neg for Val {
     fn neg(self) -> Self::Output {
         match self {
             Self::Num(n) => Ok(Self::Num(-n)),
-            x => Err(Error::str(format_args!("{} cannot be negated", jq_err::typed(&x)))),
+            x => Err(Error::str(format_args!("{} cannot be negated", jq_err::typed(&x)))), // lro: jq's words
         }
     }
 }

@@ -718,6 +718,7 @@ where
     let fail_flag = |e| Error::str(format_args!("invalid regex flag: {e}"));
 
     let flags = regex::Flags::new(flags.try_as_str()?).map_err(fail_flag)?;
+    // lro: the message names the pattern (regex.rs)
     let re = flags.regex(re.try_as_str()?).map_err(Error::str)?;
     let out = regex::regex(cv.1.try_as_utf8_bytes()?, &re, flags, (s, m));
     let sub = |s| cv.1.as_sub_str(s);

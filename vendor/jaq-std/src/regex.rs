@@ -3,6 +3,7 @@
 use alloc::string::{String, ToString};
 use alloc::vec::Vec;
 use bstr::ByteSlice;
+// lro: the `regex` crate, whose Unicode classes and case folding are jq's (vendor/README.md)
 use ::regex::bytes::{self as regex, Regex, RegexBuilder};
 use ::regex::Error;
 
@@ -148,7 +149,6 @@ impl<'a> ByteChar<'a> {
             }
         }
     }
-
 }
 
 pub struct Match<B, S> {

@@ -1,5 +1,6 @@
 //! Combined file loading, lexing, and parsing for multiple modules.
 
+// lro: no `arbitrary` module, as lro leaves out the feature that uses it (vendor/README.md).
 pub mod lex;
 pub mod parse;
 mod prec_climb;

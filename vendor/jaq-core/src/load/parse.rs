@@ -199,7 +199,7 @@ impl<S> Term<S> {
     fn climb(self, tail: &mut impl Iterator<Item = (BinaryOp<S>, Self)>) -> Self {
         let tail = core::iter::from_fn(|| {
             tail.next().map(|(op, tm)| match op {
-                BinaryOp::Pipe(Some(_)) | BinaryOp::PipeAlt(_) => (op, tm.climb(tail)),
+                BinaryOp::Pipe(Some(_)) | BinaryOp::PipeAlt(_) => (op, tm.climb(tail)), // lro: `?//`
                 _ => (op, tm),
             })
         });
@@ -448,8 +448,7 @@ impl<'s, 't> Parser<'s, 't> {
         }
     }
 
-    /// If the next tokens are `?//`, advance past them.
-    // lro
+    /// lro: if the next tokens are `?//` (jq's destructuring alternatives), advance past them.
     fn alt_pattern(&mut self) -> bool {
         self.maybe(|p| match (p.i.next(), p.i.next()) {
             (Some(Token("?", _)), Some(Token("//", _))) => Some(()),
@@ -466,6 +465,7 @@ impl<'s, 't> Parser<'s, 't> {
                     p.many1(Self::pattern, ",", false, "]", Expect::CommaOrRBrack)
                 }))),
                 "{" => Ok(Pattern::Obj(
+                    // lro: an entry `$x: pattern` gives two
                     self.with(tokens, "", |p| p.obj_items(Self::pat_obj_entry))
                         .into_iter()
                         .flatten()
@@ -641,7 +641,7 @@ impl<'s, 't> Parser<'s, 't> {
             }
         };
         self.just(":")?;
-        Ok(Vec::from([(key, self.pattern()?)]))
+        Ok(Vec::from([(key, self.pattern()?)])) // lro: one entry of the pattern's
     }
 
     /// Parse an object entry.
@@ -893,7 +893,7 @@ impl<S> prec_climb::Op for BinaryOp<S> {
         match self {
             Self::Pipe(None) => 0,
             Self::Comma => 1,
-            Self::Pipe(Some(_)) | Self::PipeAlt(_) => 2,
+            Self::Pipe(Some(_)) | Self::PipeAlt(_) => 2, // lro: `?//` binds as `as`
             Self::Assign | Self::Update | Self::UpdateMath(_) | Self::UpdateAlt => 3,
             Self::Alt => 4,
             Self::Or => Self::Alt.precedence() + 1,
@@ -909,6 +909,7 @@ impl<S> prec_climb::Op for BinaryOp<S> {
     fn associativity(&self) -> prec_climb::Associativity {
         use prec_climb::Associativity;
         match self {
+            // lro: `?//` associates as `as`
             Self::Pipe(_) | Self::PipeAlt(_) | Self::Assign | Self::Update | Self::UpdateMath(_) | Self::UpdateAlt => {
                 Associativity::Right
             }
