@@ -15,8 +15,10 @@
 //! through the component's `rewrite_tools` (an `outputSchema` a descriptor would break is
 //! dropped) and gains `lro_extract`, answered here in the sandboxed extractor; every complete
 //! `tools/call` result goes through `intercept` (a large one becomes a file and a descriptor;
-//! if offloading fails the result goes out as it came); expired files are swept at start and
-//! every `ttl/2` while a session runs. Everything else reaches the wrapped server unchanged.
+//! if offloading fails the result goes out as it came); the session's offloaded files are
+//! listed as `lro://offload/` resources after the server's own, and read in the sandboxed
+//! extractor ([`crate::mcp::resources`]); expired files are swept at start and every `ttl/2`
+//! while a session runs. Everything else reaches the wrapped server unchanged.
 //! Component calls run on tokio's blocking threads, never on the executor.
 
 // Every method of `ServerHandler` is passed on, the deprecated ones (logging, legacy resource
@@ -27,7 +29,7 @@
 )]
 
 use std::borrow::Cow;
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Mutex};
 
 use ::rmcp::ErrorData as McpError;
 use ::rmcp::ServerHandler;
@@ -35,7 +37,8 @@ use ::rmcp::model::*;
 use ::rmcp::service::{MaybeSendFuture, NotificationContext, RequestContext, RoleServer, SubscriptionContext};
 
 use crate::config::{self, ConfigError, Flag};
-use crate::mcp::{EXTRACT_TOOL, Offloader};
+use crate::mcp::resources::{self, ReadError, SessionFiles};
+use crate::mcp::{EXTRACT_TOOL, Offloader, Sweeper};
 use crate::{Error, Options, Runtime, ToolCall, ToolOutcome};
 
 /// Why [`WithLro`] could not be set up.
@@ -53,27 +56,31 @@ pub enum SetupError {
     ToolDefinition(String),
 }
 
-/// An rmcp server handler with LRO in front of its tools. Cloning shares the offloader and its
-/// sweeper (rmcp's HTTP transport clones the handler for each session).
-#[derive(Clone)]
+/// An rmcp server handler with LRO in front of its tools. A clone shares the offloader and its
+/// sweeper and starts a session of its own: rmcp's HTTP transport makes one handler for each
+/// session, and `resources/list` lists the files offloaded in that session only.
 pub struct WithLro<S> {
     inner: S,
     shared: Arc<Shared>,
+    files: SessionFiles,
+}
+
+impl<S: Clone> Clone for WithLro<S> {
+    fn clone(&self) -> Self {
+        WithLro {
+            inner: self.inner.clone(),
+            shared: self.shared.clone(),
+            files: SessionFiles::default(),
+        }
+    }
 }
 
 struct Shared {
     offloader: Offloader,
     extract_tool: Tool,
-    /// The periodic sweep, started by the first request (a tokio runtime is running by then).
-    sweeper: Mutex<Option<tokio::task::JoinHandle<()>>>,
-}
-
-impl Drop for Shared {
-    fn drop(&mut self) {
-        if let Some(sweeper) = self.sweeper.get_mut().ok().and_then(Option::take) {
-            sweeper.abort();
-        }
-    }
+    /// The periodic sweep, started by the first request (a tokio runtime is running by then),
+    /// stopped when the last clone is dropped.
+    sweeper: Mutex<Option<Sweeper>>,
 }
 
 impl<S: ServerHandler> WithLro<S> {
@@ -108,6 +115,7 @@ impl<S: ServerHandler> WithLro<S> {
                 extract_tool,
                 sweeper: Mutex::new(None),
             }),
+            files: SessionFiles::default(),
         })
     }
 
@@ -127,8 +135,8 @@ impl<S: ServerHandler> WithLro<S> {
             .sweeper
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if sweeper.is_none() && tokio::runtime::Handle::try_current().is_ok() {
-            *sweeper = Some(tokio::spawn(sweep_periodically(Arc::downgrade(&self.shared))));
+        if sweeper.is_none() {
+            *sweeper = Sweeper::start(&self.shared.offloader);
         }
     }
 
@@ -166,25 +174,20 @@ fn off_runtime<T: Send>(work: impl FnOnce() -> T + Send) -> T {
     })
 }
 
-async fn sweep_periodically(shared: Weak<Shared>) {
-    let Some(interval) = shared.upgrade().map(|s| s.offloader.sweep_interval()) else {
-        return;
-    };
-    let mut ticks = tokio::time::interval(interval);
-    ticks.tick().await; // the first tick is now; `Offloader::prepare` already swept
-    loop {
-        ticks.tick().await;
-        let Some(shared) = shared.upgrade() else { return };
-        let swept = tokio::task::spawn_blocking(move || shared.offloader.sweep()).await;
-        if let Ok(Err(e)) = swept {
-            eprintln!("lro: sweeping expired files: {e}");
-        }
-    }
+/// The server's capabilities and LRO's: `lro_extract` is a tool, the offloaded files are
+/// resources.
+fn with_lro(mut capabilities: ServerCapabilities) -> ServerCapabilities {
+    capabilities.tools.get_or_insert_with(ToolsCapability::default);
+    capabilities.resources.get_or_insert_with(ResourcesCapability::default);
+    capabilities
 }
 
-fn with_tools(mut capabilities: ServerCapabilities) -> ServerCapabilities {
-    capabilities.tools.get_or_insert_with(ToolsCapability::default);
-    capabilities
+/// The server's page, or none for a server without resources, to add LRO's entries to.
+fn own_page<T: Default>(page: Result<T, McpError>) -> Result<T, McpError> {
+    match page {
+        Err(e) if e.code == ErrorCode::METHOD_NOT_FOUND => Ok(T::default()),
+        page => page,
+    }
 }
 
 fn text_result(text: String, is_error: bool) -> CallToolResult {
@@ -198,7 +201,7 @@ fn text_result(text: String, is_error: bool) -> CallToolResult {
 impl<S: ServerHandler> ServerHandler for WithLro<S> {
     fn get_info(&self) -> ServerConfig {
         let mut info = self.inner.get_info();
-        info.capabilities = with_tools(info.capabilities);
+        info.capabilities = with_lro(info.capabilities);
         info
     }
 
@@ -209,14 +212,14 @@ impl<S: ServerHandler> ServerHandler for WithLro<S> {
     ) -> Result<InitializeResult, McpError> {
         self.start_sweeping();
         let mut result = self.inner.initialize(request, context).await?;
-        result.capabilities = with_tools(result.capabilities);
+        result.capabilities = with_lro(result.capabilities);
         Ok(result)
     }
 
     async fn discover(&self, context: RequestContext<RoleServer>) -> Result<DiscoverResult, McpError> {
         self.start_sweeping();
         let mut result = self.inner.discover(context).await?;
-        result.capabilities = with_tools(result.capabilities);
+        result.capabilities = with_lro(result.capabilities);
         Ok(result)
     }
 
@@ -287,7 +290,10 @@ impl<S: ServerHandler> ServerHandler for WithLro<S> {
             .await?;
         let replaced = match outcome {
             Ok(ToolOutcome::Unchanged(_)) => None,
-            Ok(ToolOutcome::Offloaded(offloaded)) => Some(offloaded.result),
+            Ok(ToolOutcome::Offloaded(offloaded)) => {
+                self.files.remember(&tool, &offloaded.files, offloaded.tokens);
+                Some(offloaded.result)
+            }
             Ok(ToolOutcome::Degraded(degraded)) => {
                 eprintln!("lro: {tool}: {}", degraded.warning);
                 Some(degraded.result)
@@ -356,28 +362,51 @@ impl<S: ServerHandler> ServerHandler for WithLro<S> {
         self.inner.list_prompts(request, context)
     }
 
-    fn list_resources(
+    /// The server's resources, then (after its last page) this session's offloaded files.
+    async fn list_resources(
         &self,
         request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
-    ) -> impl Future<Output = Result<ListResourcesResult, McpError>> + MaybeSendFuture + '_ {
-        self.inner.list_resources(request, context)
+    ) -> Result<ListResourcesResult, McpError> {
+        let mut page = own_page(self.inner.list_resources(request, context).await)?;
+        if page.next_cursor.is_none() {
+            page.resources.extend(self.files.resources());
+        }
+        Ok(page)
     }
 
-    fn list_resource_templates(
+    /// The server's templates, then (after its last page) `lro://offload/{file}{?from,to}`.
+    async fn list_resource_templates(
         &self,
         request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
-    ) -> impl Future<Output = Result<ListResourceTemplatesResult, McpError>> + MaybeSendFuture + '_ {
-        self.inner.list_resource_templates(request, context)
+    ) -> Result<ListResourceTemplatesResult, McpError> {
+        let mut page = own_page(self.inner.list_resource_templates(request, context).await)?;
+        if page.next_cursor.is_none() {
+            page.resource_templates.push(resources::template());
+        }
+        Ok(page)
     }
 
-    fn read_resource(
+    async fn read_resource(
         &self,
         request: ReadResourceRequestParams,
         context: RequestContext<RoleServer>,
-    ) -> impl Future<Output = Result<ReadResourceResponse, McpError>> + MaybeSendFuture + '_ {
-        self.inner.read_resource(request, context)
+    ) -> Result<ReadResourceResponse, McpError> {
+        if !resources::is_offload_uri(&request.uri) {
+            return self.inner.read_resource(request, context).await;
+        }
+        self.start_sweeping();
+        // 2026-07-28 answers a missing resource with invalid params; older versions with -32002.
+        let modern = context.meta.protocol_version().is_some();
+        let uri = request.uri;
+        match self.blocking(move |offloader| offloader.read_resource(&uri)).await? {
+            Ok(result) => Ok(ReadResourceResponse::Complete(result)),
+            Err(ReadError::InvalidUri(text)) => Err(McpError::invalid_params(text, None)),
+            Err(ReadError::NotFound(text)) if modern => Err(McpError::invalid_params(text, None)),
+            Err(ReadError::NotFound(text)) => Err(McpError::resource_not_found(text, None)),
+            Err(ReadError::Failed(text)) => Err(McpError::internal_error(text, None)),
+        }
     }
 
     fn accepted_subscription_filter(&self, requested: &SubscriptionFilter) -> Option<SubscriptionFilter> {

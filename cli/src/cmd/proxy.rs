@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use anyhow::{Context, bail};
-use lro_cli::proxy::{self, Ending, Settings, http, spool, upstream};
+use lro_cli::proxy::{self, Ending, Offloader, http, spool, upstream};
 use reqwest::header::HeaderMap;
 
 use crate::flags::{Cli, ProxyArgs};
@@ -12,7 +12,7 @@ use crate::flags::{Cli, ProxyArgs};
 pub fn run(cli: &Cli, args: &ProxyArgs) -> anyhow::Result<()> {
     let runtime = crate::runtime(cli)?;
     let config = crate::writing_config(&runtime, args.config.config.as_deref(), &args.flags())?;
-    let settings = Settings::prepare(runtime, config).context("preparing the offload directory")?;
+    let offloader = Offloader::prepare(runtime, config).context("preparing the offload directory")?;
     let mut headers = HeaderMap::new();
     for text in &args.headers {
         let (name, value) = http::parse_header(text)?;
@@ -28,13 +28,13 @@ pub fn run(cli: &Cli, args: &ProxyArgs) -> anyhow::Result<()> {
         .build()
         .context("starting the async runtime")?;
     // Large messages go to disk as they are read, in the directory the component reads.
-    let spool = spool::SpoolDir::new(std::path::Path::new(&settings.config.output_dir));
+    let spool = spool::SpoolDir::new(std::path::Path::new(&offloader.config.output_dir));
     let ending = tokio.block_on(async {
         let link = match &args.url {
             Some(url) => http::connect(url, headers, Some(spool))?,
             None => upstream::spawn(&args.command, Some(spool))?,
         };
-        anyhow::Ok(proxy::serve(settings, link, tokio::io::stdin(), tokio::io::stdout(), grace).await)
+        anyhow::Ok(proxy::serve(offloader, link, tokio::io::stdin(), tokio::io::stdout(), grace).await)
     })?;
     // Reading stdin blocks a thread that cannot be cancelled: leave without waiting for it.
     let code = match ending {

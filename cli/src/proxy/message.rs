@@ -245,16 +245,7 @@ pub fn parse<T: serde::de::DeserializeOwned>(text: &str) -> Result<T, String> {
     Ok(value)
 }
 
-/// `text` cut to at most `max` characters, saying how long it was: error messages and logs name
-/// what they are about without echoing a hostile input whole.
-pub fn clip(text: &str, max: usize) -> String {
-    let count = text.chars().count();
-    if count <= max {
-        return text.to_owned();
-    }
-    let kept: String = text.chars().take(max).collect();
-    format!("{kept}... ({count} characters in all)")
-}
+pub use lro_host::mcp::clip;
 
 #[cfg(test)]
 mod tests {

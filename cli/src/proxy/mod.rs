@@ -40,9 +40,11 @@ mod tools;
 pub mod upstream;
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
+use lro_host::mcp::Sweeper;
+use lro_host::mcp::resources::SessionFiles;
 use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::sync::mpsc;
@@ -69,7 +71,7 @@ pub enum Ending {
 /// What the proxy needs besides its two connections: the component, the configuration
 /// (`extract_tool` on, `output_dir` canonical, so resource paths match the descriptors') and
 /// `lro_extract`'s definition, shared with every other MCP integration.
-pub use lro_host::mcp::Offloader as Settings;
+pub use lro_host::mcp::Offloader;
 
 pub use guard::DEFAULT_GRACE;
 
@@ -120,7 +122,7 @@ struct Session {
 /// Serves one client on `down_in`/`down_out` in front of `link` until either side ends. When
 /// the client closes its input, the answers to its requests still in flight are relayed for up
 /// to `grace`.
-pub async fn serve<R, W>(settings: Settings, link: Link, down_in: R, down_out: W, grace: Duration) -> Ending
+pub async fn serve<R, W>(offloader: Offloader, link: Link, down_in: R, down_out: W, grace: Duration) -> Ending
 where
     R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
@@ -164,16 +166,16 @@ where
         }
     });
     let (fatal_tx, mut fatal) = mpsc::unbounded_channel::<String>();
-    let sweeper = tokio::spawn(sweep_periodically(settings.clone()));
+    let sweeper = Sweeper::start(&offloader);
 
     let mut relay = Relay {
-        settings,
+        offloader,
         down,
         up,
         fatal: fatal_tx,
         pending: HashMap::new(),
         session: Session::default(),
-        files: Arc::new(Mutex::new(Vec::new())),
+        files: Arc::default(),
         tasks: tasks::Tasks::default(),
         own_ids: message::OwnIds::default(),
         calls: Arc::new(tokio::sync::Semaphore::new(
@@ -221,7 +223,7 @@ where
             () = &mut drain_until, if !client_open => break relay.abandon(grace),
         }
     };
-    sweeper.abort();
+    drop(sweeper);
     drop((down_room, up_room));
     // Closing the upstream's input asks it to exit; the writer drains what is queued for the
     // client (answers still being intercepted hold their own sender and finish first).
@@ -233,29 +235,15 @@ where
     ending
 }
 
-/// Sweeps expired files every `ttl/2` (at least once a second, at most once an hour), so
-/// files die on time while the proxy runs for days.
-async fn sweep_periodically(settings: Settings) {
-    let mut ticks = tokio::time::interval(settings.sweep_interval());
-    ticks.tick().await; // the first tick is now; `Settings::prepare` already swept
-    loop {
-        ticks.tick().await;
-        let settings = settings.clone();
-        let swept = tokio::task::spawn_blocking(move || settings.sweep()).await;
-        if let Ok(Err(e)) = swept {
-            eprintln!("lro proxy: sweeping expired files: {e}");
-        }
-    }
-}
-
 struct Relay {
-    settings: Settings,
+    offloader: Offloader,
     down: mpsc::Sender<Out>,
     up: mpsc::Sender<Vec<u8>>,
     fatal: mpsc::UnboundedSender<String>,
     pending: HashMap<String, Pending>,
     session: Session,
-    files: Arc<Mutex<Vec<files::Offloaded>>>,
+    /// The files offloaded in this session, listed as resources.
+    files: Arc<SessionFiles>,
     tasks: tasks::Tasks,
     own_ids: message::OwnIds,
     /// Component calls running at once (intercept, extract, list, read): each may use the

@@ -9,7 +9,6 @@ use std::ops::Range;
 use lro_host::{ResultFile, ToolCall, ToolOutcome};
 
 use super::edit::{self, Object};
-use super::files::Offloaded;
 use super::message::{self, Kind, id_key};
 use super::spool::{Out, Splice, Spooled};
 use super::tools::{self, Call, Place};
@@ -124,7 +123,7 @@ fn intercept(
     place: Place,
     additions: Vec<(&'static str, &'static str)>,
 ) {
-    let settings = relay.settings.clone();
+    let offloader = relay.offloader.clone();
     let down = relay.down.clone();
     let files = relay.files.clone();
     relay.component(move || {
@@ -156,10 +155,10 @@ fn intercept(
             meta: call.meta.clone(),
         };
         let length = range.end - range.start;
-        let forward = match settings.runtime.intercept_file(&settings.config, &tool_call, &source) {
+        let forward = match offloader.runtime.intercept_file(&offloader.config, &tool_call, &source) {
             Ok(ToolOutcome::Unchanged(_)) => None,
             Ok(ToolOutcome::Offloaded(offloaded)) => {
-                Offloaded::remember(&files, &call.tool, &offloaded.files, offloaded.tokens);
+                files.remember(&call.tool, &offloaded.files, offloaded.tokens);
                 Some(edit::rebase(&head, &offloaded.result))
             }
             Ok(ToolOutcome::Degraded(degraded)) => {
@@ -178,7 +177,7 @@ fn intercept(
                     range.clone(),
                     &head,
                     &e.to_string(),
-                    settings.config.threshold_tokens,
+                    offloader.config.threshold_tokens,
                 ))
             }
         };

@@ -3,14 +3,13 @@
 //! results of the tasks they create, `super::tasks`) intercepted, and `lro_extract` answered here
 //! by the sandboxed extractor.
 
-pub use lro_host::mcp::{EXTRACT_TOOL, error_text};
+pub use lro_host::mcp::EXTRACT_TOOL;
 use lro_host::{ToolCall, ToolOutcome};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use super::edit::{self, Object};
-use super::files::Offloaded;
 use super::message::{self, META_CLIENT_CAPABILITIES};
 use super::spool::Out;
 use super::{Relay, Session};
@@ -84,10 +83,10 @@ fn text_result(text: &str, is_error: bool, modern: bool) -> String {
 /// Runs `lro_extract` here. A refusal or a filter error is an `isError` result the model can
 /// read and correct, never a protocol error.
 pub fn extract(relay: &Relay, id: String, call: Call) {
-    let settings = relay.settings.clone();
+    let offloader = relay.offloader.clone();
     let down = relay.down.clone();
     relay.component(move || {
-        let answer = settings.extract(&call.arguments);
+        let answer = offloader.extract(&call.arguments);
         let result = text_result(&answer.text, answer.is_error, call.modern);
         let _ = down.blocking_send(message::response(&id, &result).into());
     });
@@ -115,7 +114,7 @@ pub enum Place {
 /// upstream sent: the component reads the result's own text, and the members it does not
 /// replace (and the rest of the answer) are forwarded as they came.
 pub fn intercept(relay: &Relay, call: Call, line: Vec<u8>, place: Place) {
-    let settings = relay.settings.clone();
+    let offloader = relay.offloader.clone();
     let down = relay.down.clone();
     let files = relay.files.clone();
     relay.component(move || {
@@ -144,11 +143,11 @@ pub fn intercept(relay: &Relay, call: Call, line: Vec<u8>, place: Place) {
             result: result.to_owned(),
             meta: call.meta.clone(),
         };
-        let forward = match settings.runtime.intercept(&settings.config, &tool_call) {
+        let forward = match offloader.runtime.intercept(&offloader.config, &tool_call) {
             Ok(ToolOutcome::Unchanged(_)) => None,
             // The component prints the members it does not replace (`_meta`, ...) its own way.
             Ok(ToolOutcome::Offloaded(offloaded)) => {
-                Offloaded::remember(&files, &call.tool, &offloaded.files, offloaded.tokens);
+                files.remember(&call.tool, &offloaded.files, offloaded.tokens);
                 Some(edit::rebase(result, &offloaded.result))
             }
             Ok(ToolOutcome::Degraded(degraded)) => {
@@ -158,13 +157,13 @@ pub fn intercept(relay: &Relay, call: Call, line: Vec<u8>, place: Place) {
             // The spec's fallback: the call never fails because offloading did. A result that
             // may be above the threshold (tokens never outnumber bytes) is not forwarded whole
             // though: the reason to offload it holds all the more when the component could not.
-            Err(e) if result.len() as u64 > u64::from(settings.config.threshold_tokens) => {
+            Err(e) if result.len() as u64 > u64::from(offloader.config.threshold_tokens) => {
                 eprintln!(
                     "lro proxy: {}: the result ({} bytes) could not be offloaded and was cut: {e}",
                     call.tool,
                     result.len()
                 );
-                Some(cut_result(result, &e.to_string(), settings.config.threshold_tokens))
+                Some(cut_result(result, &e.to_string(), offloader.config.threshold_tokens))
             }
             Err(e) => {
                 eprintln!("lro proxy: {}: the result was forwarded as it came: {e}", call.tool);
@@ -227,7 +226,7 @@ fn listable(tools: Vec<&str>) -> Vec<&str> {
 /// (the one without `nextCursor`) only. Every tool and member the component does not change is
 /// forwarded as it came.
 pub fn list(relay: &Relay, id: String, result: String) {
-    let settings = relay.settings.clone();
+    let offloader = relay.offloader.clone();
     let down = relay.down.clone();
     relay.component(move || {
         let rewritten = (|| -> Result<String, String> {
@@ -237,9 +236,9 @@ pub fn list(relay: &Relay, id: String, result: String) {
                 None => Vec::new(),
             };
             let tools = listable(tools);
-            let mut config = settings.config.clone();
+            let mut config = offloader.config.clone();
             config.extract_tool = !page.contains("nextCursor");
-            let listed = settings
+            let listed = offloader
                 .runtime
                 .rewrite_tools(&config, &edit::array(&tools))
                 .map_err(|e| e.to_string())?;
@@ -276,7 +275,7 @@ pub fn list(relay: &Relay, id: String, result: String) {
 
 /// `tools/list` for an upstream without tools: `lro_extract` alone.
 pub fn list_alone(relay: &Relay, id: String, modern: bool) {
-    let mut page = format!("{{\"tools\":[{}]", relay.settings.tool_definition);
+    let mut page = format!("{{\"tools\":[{}]", relay.offloader.tool_definition);
     if modern {
         page.push_str(",\"resultType\":\"complete\"");
     }

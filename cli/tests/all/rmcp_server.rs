@@ -16,12 +16,19 @@ use serde_json::{Value, json};
 
 use crate::common;
 
-async fn serve(config: lro_host::Config) -> rmcp::service::RunningService<rmcp::RoleClient, ()> {
+async fn wrapped(config: lro_host::Config) -> WithLro<example::Notes> {
     let offloader = tokio::task::spawn_blocking(move || Offloader::prepare(common::RUNTIME.clone(), config))
         .await
         .unwrap()
         .expect("the offloader prepares its directory");
-    let server = WithLro::with_offloader(example::Notes, offloader).expect("the wrapper");
+    WithLro::with_offloader(example::Notes, offloader).expect("the wrapper")
+}
+
+async fn serve(config: lro_host::Config) -> rmcp::service::RunningService<rmcp::RoleClient, ()> {
+    connect(wrapped(config).await).await
+}
+
+async fn connect(server: WithLro<example::Notes>) -> rmcp::service::RunningService<rmcp::RoleClient, ()> {
     let (server_end, client_end) = tokio::io::duplex(1 << 16);
     tokio::spawn(async move {
         if let Ok(running) = server.serve(server_end).await {
@@ -130,4 +137,78 @@ async fn the_wrapper_sweeps_expired_files_while_serving() {
         assert!(started.elapsed() < Duration::from_secs(6), "the expired file was swept");
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+}
+
+/// The offloaded files as resources, as `lro proxy` serves them: listed for the session that
+/// offloaded them (a clone of the wrapper is another session), read in the extractor, whole or
+/// by record range; a URI that is not LRO's reaches the server.
+#[tokio::test]
+async fn the_wrapper_serves_offloaded_files_as_resources_per_session() {
+    use rmcp::model::{ReadResourceRequestParams, ResourceContents};
+    let dir = crate::common::tempdir().unwrap();
+    let server = wrapped(common::config(dir.path(), 1600)).await;
+    let other_session = connect(server.clone()).await;
+    let client = connect(server).await;
+
+    let templates = client.peer().list_all_resource_templates().await.unwrap();
+    let uris: Vec<&str> = templates.iter().map(|t| t.uri_template.as_str()).collect();
+    assert_eq!(uris, ["lro://offload/{file}{?from,to}"]);
+    assert!(
+        client.peer().list_all_resources().await.unwrap().is_empty(),
+        "nothing offloaded yet"
+    );
+
+    let large = call(&client, "search_notes", json!({})).await;
+    let descriptor: Value = serde_json::from_str(&text(&large)).expect("a descriptor");
+    let file = descriptor["files"]["notes"].as_str().unwrap().to_owned();
+    let name = std::path::Path::new(&file)
+        .file_name()
+        .unwrap()
+        .to_str()
+        .unwrap()
+        .to_owned();
+    let listed = client.peer().list_all_resources().await.unwrap();
+    assert_eq!(listed.len(), 1, "{listed:?}");
+    assert_eq!(listed[0].uri, format!("lro://offload/{name}"));
+    assert_eq!(listed[0].size, Some(std::fs::metadata(&file).unwrap().len()));
+    assert!(
+        other_session.peer().list_all_resources().await.unwrap().is_empty(),
+        "another session does not list this one's files"
+    );
+
+    let read = |uri: String| {
+        let peer = client.peer().clone();
+        async move { peer.read_resource(ReadResourceRequestParams::new(uri)).await }
+    };
+    let range = read(format!("lro://offload/{name}?from=2&to=4"))
+        .await
+        .expect("a range");
+    let [ResourceContents::TextResourceContents { text, .. }] = range.contents.as_slice() else {
+        panic!("one text: {range:?}");
+    };
+    let ids: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap()["id"].clone())
+        .collect();
+    assert_eq!(ids, [json!("note-0002"), json!("note-0003")], "{text}");
+
+    let missing = read("lro://offload/atlatl-gone-01JDEF7X2K0000000000000000.jsonl".into()).await;
+    let rmcp::ServiceError::McpError(missing) = missing.unwrap_err() else {
+        panic!("an MCP error")
+    };
+    assert_eq!(missing.code, rmcp::model::ErrorCode::RESOURCE_NOT_FOUND, "{missing:?}");
+    let bad = read(format!("lro://offload/{name}?from=-1")).await.unwrap_err();
+    let rmcp::ServiceError::McpError(bad) = bad else {
+        panic!("an MCP error")
+    };
+    assert_eq!(bad.code, rmcp::model::ErrorCode::INVALID_PARAMS, "{bad:?}");
+    let theirs = read("file:///etc/hosts".into()).await.unwrap_err();
+    let rmcp::ServiceError::McpError(theirs) = theirs else {
+        panic!("an MCP error")
+    };
+    assert_eq!(
+        theirs.code,
+        rmcp::model::ErrorCode::METHOD_NOT_FOUND,
+        "the server's own answer: {theirs:?}"
+    );
 }

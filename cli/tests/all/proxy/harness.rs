@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use lro_cli::proxy::{self, Ending, Settings, upstream};
+use lro_cli::proxy::{self, Ending, Offloader, upstream};
 use rmcp::model::*;
 use rmcp::service::{NotificationContext, RequestContext, RunningService};
 use rmcp::{
@@ -228,7 +228,7 @@ fn lifecycle(generation: Generation) -> (ProtocolVersion, ClientLifecycleMode) {
 }
 
 /// The proxy, serving in process between `upstream` and a new client.
-pub async fn wire(upstream: Upstream, settings: Settings, generation: Generation) -> Wired {
+pub async fn wire(upstream: Upstream, offloader: Offloader, generation: Generation) -> Wired {
     let (server_end, proxy_up) = tokio::io::duplex(1 << 16);
     let kill = upstream.kill.clone();
     tokio::spawn(async move {
@@ -242,20 +242,20 @@ pub async fn wire(upstream: Upstream, settings: Settings, generation: Generation
         }
     });
     let (up_read, up_write) = tokio::io::split(proxy_up);
-    connect(upstream::stream(up_read, up_write, None, None), settings, generation).await
+    connect(upstream::stream(up_read, up_write, None, None), offloader, generation).await
 }
 
 /// The proxy, serving in process between the streamable HTTP server at `url` and a new client.
-pub async fn wire_http(url: &str, settings: Settings, generation: Generation) -> Wired {
+pub async fn wire_http(url: &str, offloader: Offloader, generation: Generation) -> Wired {
     let link = proxy::http::connect(url, Default::default(), None).expect("a valid URL");
-    connect(link, settings, generation).await
+    connect(link, offloader, generation).await
 }
 
-async fn connect(link: upstream::Link, settings: Settings, generation: Generation) -> Wired {
+async fn connect(link: upstream::Link, offloader: Offloader, generation: Generation) -> Wired {
     let (proxy_down, client_end) = tokio::io::duplex(1 << 16);
     let (down_read, down_write) = tokio::io::split(proxy_down);
     let ending = tokio::spawn(proxy::serve(
-        settings,
+        offloader,
         link,
         down_read,
         down_write,

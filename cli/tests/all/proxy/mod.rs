@@ -9,7 +9,7 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use harness::{Generation, HttpUpstream, Upstream, call, direct, rows, text, wire, wire_http};
-use lro_cli::proxy::{Ending, Settings};
+use lro_cli::proxy::{Ending, Offloader};
 use rmcp::model::*;
 use serde_json::{Value, json};
 
@@ -17,13 +17,13 @@ use crate::common;
 
 const BOTH: [Generation; 2] = [Generation::Legacy, Generation::Modern];
 
-/// The proxy's settings; the component is called outside the async runtime, as the command does.
-async fn settings(dir: &Path, threshold: u32) -> Settings {
+/// The proxy's offloader; the component is called outside the async runtime, as the command does.
+async fn offloader(dir: &Path, threshold: u32) -> Offloader {
     prepared(common::config(dir, threshold)).await
 }
 
-async fn prepared(config: lro_host::Config) -> Settings {
-    tokio::task::spawn_blocking(move || Settings::prepare(common::RUNTIME.clone(), config))
+async fn prepared(config: lro_host::Config) -> Offloader {
+    tokio::task::spawn_blocking(move || Offloader::prepare(common::RUNTIME.clone(), config))
         .await
         .unwrap()
         .expect("the proxy prepares its directory")
@@ -67,7 +67,7 @@ async fn offload_and_count(wired: &harness::Wired, what: &str) -> (Value, CallTo
 async fn tools_list_gains_lro_extract_and_drops_output_schemas() {
     for generation in BOTH {
         let dir = crate::common::tempdir().unwrap();
-        let wired = wire(Upstream::new(true), settings(dir.path(), 500).await, generation).await;
+        let wired = wire(Upstream::new(true), offloader(dir.path(), 500).await, generation).await;
         let tools = wired
             .client
             .peer()
@@ -103,7 +103,7 @@ async fn large_results_become_descriptors_whose_file_holds_the_upstream_data() {
             let dir = crate::common::tempdir().unwrap();
             let wired = wire(
                 Upstream::new(legacy_upstream),
-                settings(dir.path(), 500).await,
+                offloader(dir.path(), 500).await,
                 generation,
             )
             .await;
@@ -127,7 +127,12 @@ async fn large_results_become_descriptors_whose_file_holds_the_upstream_data() {
 #[tokio::test]
 async fn lro_extract_refusals_are_results_the_model_reads() {
     let dir = crate::common::tempdir().unwrap();
-    let wired = wire(Upstream::new(true), settings(dir.path(), 500).await, Generation::Legacy).await;
+    let wired = wire(
+        Upstream::new(true),
+        offloader(dir.path(), 500).await,
+        Generation::Legacy,
+    )
+    .await;
     let refused = call(
         &wired.client,
         "lro_extract",
@@ -150,7 +155,7 @@ async fn small_results_errors_and_images_are_identical_to_a_direct_connection() 
         let dir = crate::common::tempdir().unwrap();
         let wired = wire(
             Upstream::new(legacy_upstream),
-            settings(dir.path(), 500).await,
+            offloader(dir.path(), 500).await,
             generation,
         )
         .await;
@@ -176,7 +181,7 @@ async fn small_results_errors_and_images_are_identical_to_a_direct_connection() 
 async fn resources_pass_through_and_offloaded_files_are_resources() {
     for generation in BOTH {
         let dir = crate::common::tempdir().unwrap();
-        let wired = wire(Upstream::new(true), settings(dir.path(), 500).await, generation).await;
+        let wired = wire(Upstream::new(true), offloader(dir.path(), 500).await, generation).await;
         let peer = wired.client.peer();
         let notes = peer
             .read_resource(ReadResourceRequestParams::new("mem://notes"))
@@ -233,7 +238,7 @@ async fn the_upstream_sees_the_proxy_marker() {
         let dir = crate::common::tempdir().unwrap();
         let wired = wire(
             Upstream::new(matches!(generation, Generation::Legacy)),
-            settings(dir.path(), 500).await,
+            offloader(dir.path(), 500).await,
             generation,
         )
         .await;
@@ -253,7 +258,7 @@ async fn progress_arrives_and_cancellation_reaches_the_upstream() {
     let dir = crate::common::tempdir().unwrap();
     let upstream = Upstream::new(true);
     let cancelled = upstream.cancelled.clone();
-    let mut wired = wire(upstream, settings(dir.path(), 500).await, Generation::Legacy).await;
+    let mut wired = wire(upstream, offloader(dir.path(), 500).await, Generation::Legacy).await;
     let peer = wired.client.peer().clone();
     let pending = tokio::spawn(async move { call_hang(&peer).await });
     let progress = tokio::time::timeout(Duration::from_secs(5), wired.seen.recv())
@@ -279,7 +284,12 @@ async fn call_hang(peer: &rmcp::Peer<rmcp::RoleClient>) -> Result<CallToolResult
 #[tokio::test]
 async fn server_requests_reach_the_client() {
     let dir = crate::common::tempdir().unwrap();
-    let wired = wire(Upstream::new(true), settings(dir.path(), 500).await, Generation::Legacy).await;
+    let wired = wire(
+        Upstream::new(true),
+        offloader(dir.path(), 500).await,
+        Generation::Legacy,
+    )
+    .await;
     let roots = call(&wired.client, "roots", json!({}))
         .await
         .expect("the server's roots/list was answered");
@@ -289,7 +299,12 @@ async fn server_requests_reach_the_client() {
 #[tokio::test]
 async fn an_upstream_that_dies_fails_the_call_at_once_and_ends_the_session() {
     let dir = crate::common::tempdir().unwrap();
-    let wired = wire(Upstream::new(true), settings(dir.path(), 500).await, Generation::Legacy).await;
+    let wired = wire(
+        Upstream::new(true),
+        offloader(dir.path(), 500).await,
+        Generation::Legacy,
+    )
+    .await;
     let started = Instant::now();
     let failed = call(&wired.client, "exit", json!({}))
         .await
@@ -316,7 +331,7 @@ async fn an_upstream_with_its_own_lro_extract_is_refused() {
     let dir = crate::common::tempdir().unwrap();
     let mut upstream = Upstream::new(true);
     upstream.clash = true;
-    let wired = wire(upstream, settings(dir.path(), 500).await, Generation::Legacy).await;
+    let wired = wire(upstream, offloader(dir.path(), 500).await, Generation::Legacy).await;
     let ending = tokio::time::timeout(Duration::from_secs(5), wired.ending)
         .await
         .unwrap()
@@ -332,8 +347,8 @@ async fn expired_files_are_swept_at_start_and_while_serving() {
     let dir = crate::common::tempdir().unwrap();
     let mut config = common::config(dir.path(), 500);
     config.ttl_seconds = 2;
-    let settings = prepared(config).await;
-    let wired = wire(Upstream::new(true), settings.clone(), Generation::Legacy).await;
+    let offloader = prepared(config).await;
+    let wired = wire(Upstream::new(true), offloader.clone(), Generation::Legacy).await;
     let result = call(&wired.client, "rows", json!({"n": 500})).await.unwrap();
     let descriptor: Value = serde_json::from_str(&text(&result)).unwrap();
     let file = descriptor["files"]["items"].as_str().unwrap().to_owned();
@@ -345,7 +360,7 @@ async fn expired_files_are_swept_at_start_and_while_serving() {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     // At start: a file left by an earlier run is swept before the first client is served.
-    let config = settings.config.clone();
+    let config = offloader.config.clone();
     let call = lro_host::ToolCall {
         tool: "rows".into(),
         arguments: "{}".into(),
@@ -359,7 +374,7 @@ async fn expired_files_are_swept_at_start_and_while_serving() {
         panic!("offloaded")
     };
     tokio::time::sleep(Duration::from_millis(2100)).await;
-    let _ = prepared(settings.config.clone()).await;
+    let _ = prepared(offloader.config.clone()).await;
     assert!(!Path::new(&left.files[0]).exists(), "swept at start");
 }
 
@@ -371,7 +386,7 @@ async fn a_streamable_http_upstream_is_offloaded_and_forwarded_like_a_child() {
             let upstream = Upstream::new(legacy_upstream);
             let cancelled = upstream.cancelled.clone();
             let server = HttpUpstream::start(upstream).await;
-            let mut wired = wire_http(&server.url, settings(dir.path(), 500).await, generation).await;
+            let mut wired = wire_http(&server.url, offloader(dir.path(), 500).await, generation).await;
             let what = format!("{generation:?}, legacy upstream: {legacy_upstream}");
             let tools = wired
                 .client
@@ -418,7 +433,7 @@ async fn an_http_upstream_that_goes_away_fails_calls_at_once_and_is_reconnected(
     for generation in BOTH {
         let dir = crate::common::tempdir().unwrap();
         let mut server = HttpUpstream::start(Upstream::new(false)).await;
-        let wired = wire_http(&server.url, settings(dir.path(), 500).await, generation).await;
+        let wired = wire_http(&server.url, offloader(dir.path(), 500).await, generation).await;
         let before = call(&wired.client, "rows", json!({"n": 3})).await.expect("a call");
 
         server.stop().await;

@@ -5,8 +5,10 @@
 //! An integration offers `lro_extract` (the spec's native extraction), so `extract_tool` is
 //! always on; it lists the tool with the component's own definition, answers it with
 //! [`Offloader::extract`], passes each complete `tools/call` result through
-//! [`Runtime::intercept`](crate::Runtime::intercept), and sweeps expired files at start and
-//! every [`Offloader::sweep_interval`].
+//! [`Runtime::intercept`](crate::Runtime::intercept), serves the offloaded files as resources
+//! (`resources`, with the `rmcp` feature), and sweeps expired files at start
+//! ([`Offloader::prepare`]) and then every [`Offloader::sweep_interval`] ([`Sweeper`], with the
+//! `rmcp` feature).
 //!
 //! Component calls block for as long as the component runs (a filter may take up to its
 //! deadline) and the component's WASI layer runs its own async executor, so in an async server
@@ -15,6 +17,9 @@
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use crate::{Config, Error, Runtime};
+
+#[cfg(feature = "rmcp")]
+pub mod resources;
 
 /// The name of the extraction tool, as the component defines it.
 pub const EXTRACT_TOOL: &str = "lro_extract";
@@ -99,6 +104,52 @@ impl Offloader {
             },
         }
     }
+}
+
+/// The periodic sweep of a serving integration, on the tokio runtime it was started on.
+/// Dropping it stops the sweep.
+#[cfg(feature = "rmcp")]
+pub struct Sweeper(tokio::task::JoinHandle<()>);
+
+#[cfg(feature = "rmcp")]
+impl Sweeper {
+    /// Sweeps `offloader`'s directory every [`Offloader::sweep_interval`] from now on (the
+    /// first sweep was [`Offloader::prepare`]'s), on a blocking thread; a failed sweep is
+    /// reported on standard error and the next one tried. None outside a tokio runtime.
+    pub fn start(offloader: &Offloader) -> Option<Self> {
+        let handle = tokio::runtime::Handle::try_current().ok()?;
+        let offloader = offloader.clone();
+        Some(Sweeper(handle.spawn(async move {
+            let mut ticks = tokio::time::interval(offloader.sweep_interval());
+            ticks.tick().await; // the first tick is now
+            loop {
+                ticks.tick().await;
+                let this = offloader.clone();
+                let swept = tokio::task::spawn_blocking(move || this.sweep()).await;
+                if let Ok(Err(e)) = swept {
+                    eprintln!("lro: sweeping expired files: {e}");
+                }
+            }
+        })))
+    }
+}
+
+#[cfg(feature = "rmcp")]
+impl Drop for Sweeper {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// `text` cut to `max` characters, saying how long it was: what an error message quotes of a
+/// client's input, which may be megabytes.
+pub fn clip(text: &str, max: usize) -> String {
+    let count = text.chars().count();
+    if count <= max {
+        return text.to_owned();
+    }
+    let kept: String = text.chars().take(max).collect();
+    format!("{kept}... ({count} characters in all)")
 }
 
 /// An error as every host's `lro_extract` reports it: `kind: message`.
