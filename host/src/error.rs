@@ -61,19 +61,7 @@ impl Error {
     /// host failures, whose text is this error's `Display`.
     pub fn component_message(&self) -> Option<&str> {
         match self {
-            Error::Component(
-                ComponentError::InvalidConfig(m)
-                | ComponentError::InvalidInput(m)
-                | ComponentError::Io(m)
-                | ComponentError::InvalidRequest(m)
-                | ComponentError::NotFound(m)
-                | ComponentError::OutsideDirectory(m)
-                | ComponentError::NotLroFile(m)
-                | ComponentError::Expired(m)
-                | ComponentError::Corrupt(m)
-                | ComponentError::InvalidFilter(m)
-                | ComponentError::FilterFailed(m),
-            ) => Some(m),
+            Error::Component(e) => Some(component_kind(e).2),
             _ => None,
         }
     }
@@ -83,46 +71,122 @@ impl Error {
         matches!(self, Error::Timeout(_) | Error::MemoryLimit(_) | Error::StackOverflow)
     }
 
-    /// The error's kind as every host names it (docs/HOSTS.md): the WIT case (`"not-found"`,
-    /// `"invalid-filter"`, ...) for the component's errors, else `"timeout"`, `"memory-limit"`,
-    /// `"stack-overflow"`, `"trap"`, `"directory"` or `"load"`.
-    pub fn kind(&self) -> &'static str {
+    /// The error's kind, as every host names it (docs/HOSTS.md).
+    pub fn kind(&self) -> ErrorKind {
         match self {
-            Error::Component(e) => match e {
-                ComponentError::InvalidConfig(_) => "invalid-config",
-                ComponentError::InvalidInput(_) => "invalid-input",
-                ComponentError::Io(_) => "io",
-                ComponentError::InvalidRequest(_) => "invalid-request",
-                ComponentError::NotFound(_) => "not-found",
-                ComponentError::OutsideDirectory(_) => "outside-directory",
-                ComponentError::NotLroFile(_) => "not-lro-file",
-                ComponentError::Expired(_) => "expired",
-                ComponentError::Corrupt(_) => "corrupt",
-                ComponentError::InvalidFilter(_) => "invalid-filter",
-                ComponentError::FilterFailed(_) => "filter-failed",
-            },
-            Error::Timeout(_) => "timeout",
-            Error::MemoryLimit(_) => "memory-limit",
-            Error::StackOverflow => "stack-overflow",
-            Error::Trap(_) => "trap",
-            Error::Directory { .. } => "directory",
-            Error::Load(_) => "load",
+            Error::Component(e) => component_kind(e).0,
+            Error::Timeout(_) => ErrorKind::Timeout,
+            Error::MemoryLimit(_) => ErrorKind::MemoryLimit,
+            Error::StackOverflow => ErrorKind::StackOverflow,
+            Error::Trap(_) => ErrorKind::Trap,
+            Error::Directory { .. } => ErrorKind::Directory,
+            Error::Load(_) => ErrorKind::Load,
         }
     }
 }
 
-fn describe(error: &ComponentError) -> String {
-    match error {
-        ComponentError::InvalidConfig(m) => format!("invalid config: {m}"),
-        ComponentError::InvalidInput(m) => format!("invalid input: {m}"),
-        ComponentError::Io(m) => format!("i/o error: {m}"),
-        ComponentError::InvalidRequest(m) => format!("invalid request: {m}"),
-        ComponentError::NotFound(m) => format!("not found: {m}"),
-        ComponentError::OutsideDirectory(m) => format!("outside the offload directory: {m}"),
-        ComponentError::NotLroFile(m) => format!("not an LRO file: {m}"),
-        ComponentError::Expired(m) => format!("expired: {m}"),
-        ComponentError::Corrupt(m) => format!("corrupt file: {m}"),
-        ComponentError::InvalidFilter(m) => format!("invalid filter: {m}"),
-        ComponentError::FilterFailed(m) => format!("filter failed: {m}"),
+/// What kind of error ended a call: the component's documented errors (the WIT `error` cases),
+/// the limits the host enforces, and host failures. [`ErrorKind::as_str`] is the name every
+/// host gives it (`"not-found"`, `"timeout"`, ...).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// WIT `invalid-config`: the configuration is unusable.
+    InvalidConfig,
+    /// WIT `invalid-input`: an input is not valid JSON or not of the expected shape.
+    InvalidInput,
+    /// WIT `io`: a filesystem operation without fallback failed.
+    Io,
+    /// WIT `invalid-request`: an extraction request is malformed.
+    InvalidRequest,
+    /// WIT `not-found`: the file does not exist.
+    NotFound,
+    /// WIT `outside-directory`: the path is outside the offload directory.
+    OutsideDirectory,
+    /// WIT `not-lro-file`: the file is not an LRO file (name, kind or header).
+    NotLroFile,
+    /// WIT `expired`: the file's time to live has passed.
+    Expired,
+    /// WIT `corrupt`: a line of the file is not valid JSON.
+    Corrupt,
+    /// WIT `invalid-filter`: the jq filter does not parse or compile.
+    InvalidFilter,
+    /// WIT `filter-failed`: the jq filter failed while running.
+    FilterFailed,
+    /// The call ran past its deadline.
+    Timeout,
+    /// The call needed more memory than its limit.
+    MemoryLimit,
+    /// The component's call stack overflowed.
+    StackOverflow,
+    /// The component trapped.
+    Trap,
+    /// The offload directory could not be prepared.
+    Directory,
+    /// The component could not be compiled, loaded or instantiated.
+    Load,
+}
+
+impl ErrorKind {
+    /// The kind's name, as every host gives it: the WIT case for the component's errors.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorKind::InvalidConfig => "invalid-config",
+            ErrorKind::InvalidInput => "invalid-input",
+            ErrorKind::Io => "io",
+            ErrorKind::InvalidRequest => "invalid-request",
+            ErrorKind::NotFound => "not-found",
+            ErrorKind::OutsideDirectory => "outside-directory",
+            ErrorKind::NotLroFile => "not-lro-file",
+            ErrorKind::Expired => "expired",
+            ErrorKind::Corrupt => "corrupt",
+            ErrorKind::InvalidFilter => "invalid-filter",
+            ErrorKind::FilterFailed => "filter-failed",
+            ErrorKind::Timeout => "timeout",
+            ErrorKind::MemoryLimit => "memory-limit",
+            ErrorKind::StackOverflow => "stack-overflow",
+            ErrorKind::Trap => "trap",
+            ErrorKind::Directory => "directory",
+            ErrorKind::Load => "load",
+        }
     }
+
+    /// True for the kinds that say the file asked for is not one to read (missing, expired,
+    /// outside the directory, not an LRO file): a resource that is not found, not a failure.
+    pub fn is_no_such_file(self) -> bool {
+        matches!(
+            self,
+            ErrorKind::NotFound | ErrorKind::Expired | ErrorKind::OutsideDirectory | ErrorKind::NotLroFile
+        )
+    }
+}
+
+impl std::fmt::Display for ErrorKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The one table of the component's errors: each case's kind, the words its message starts
+/// with (lro-core's `Error` says the same: `component_errors_read_as_lro_core_writes_them` in
+/// cli/tests/all/api.rs fails when they differ), and its message.
+fn component_kind(error: &ComponentError) -> (ErrorKind, &'static str, &str) {
+    match error {
+        ComponentError::InvalidConfig(m) => (ErrorKind::InvalidConfig, "invalid config", m),
+        ComponentError::InvalidInput(m) => (ErrorKind::InvalidInput, "invalid input", m),
+        ComponentError::Io(m) => (ErrorKind::Io, "i/o error", m),
+        ComponentError::InvalidRequest(m) => (ErrorKind::InvalidRequest, "invalid request", m),
+        ComponentError::NotFound(m) => (ErrorKind::NotFound, "not found", m),
+        ComponentError::OutsideDirectory(m) => (ErrorKind::OutsideDirectory, "outside the offload directory", m),
+        ComponentError::NotLroFile(m) => (ErrorKind::NotLroFile, "not an LRO file", m),
+        ComponentError::Expired(m) => (ErrorKind::Expired, "expired", m),
+        ComponentError::Corrupt(m) => (ErrorKind::Corrupt, "corrupt file", m),
+        ComponentError::InvalidFilter(m) => (ErrorKind::InvalidFilter, "invalid filter", m),
+        ComponentError::FilterFailed(m) => (ErrorKind::FilterFailed, "filter failed", m),
+    }
+}
+
+fn describe(error: &ComponentError) -> String {
+    let (_, words, message) = component_kind(error);
+    format!("{words}: {message}")
 }

@@ -71,7 +71,7 @@ pub use bindings::lro::component::types::{
 };
 pub use config::ConfigError;
 pub use dir::default_output_dir;
-pub use error::{ComponentError, Error};
+pub use error::{ComponentError, Error, ErrorKind};
 pub use options::{EventSink, Options};
 pub use runtime::Runtime;
 

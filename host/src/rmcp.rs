@@ -106,8 +106,7 @@ impl<S: ServerHandler> WithLro<S> {
 
     /// Wraps `server` with an offloader already prepared (its own runtime and configuration).
     pub fn with_offloader(server: S, offloader: Offloader) -> Result<Self, SetupError> {
-        let extract_tool =
-            serde_json::from_str(&offloader.tool_definition).map_err(|e| SetupError::ToolDefinition(e.to_string()))?;
+        let extract_tool = offloader.extract_tool().map_err(SetupError::ToolDefinition)?;
         Ok(WithLro {
             inner: server,
             shared: Arc::new(Shared {
@@ -190,14 +189,6 @@ fn own_page<T: Default>(page: Result<T, McpError>) -> Result<T, McpError> {
     }
 }
 
-fn text_result(text: String, is_error: bool) -> CallToolResult {
-    if is_error {
-        CallToolResult::error(vec![ContentBlock::text(text)])
-    } else {
-        CallToolResult::success(vec![ContentBlock::text(text)])
-    }
-}
-
 impl<S: ServerHandler> ServerHandler for WithLro<S> {
     fn get_info(&self) -> ServerConfig {
         let mut info = self.inner.get_info();
@@ -264,7 +255,7 @@ impl<S: ServerHandler> ServerHandler for WithLro<S> {
             .map_err(|e| McpError::invalid_params(format!("lro: the arguments: {e}"), None))?;
         if request.name == EXTRACT_TOOL {
             let answer = self.blocking(move |offloader| offloader.extract(&arguments)).await?;
-            return Ok(CallToolResponse::Complete(text_result(answer.text, answer.is_error)));
+            return Ok(CallToolResponse::Complete(answer.into_result()));
         }
         let tool = request.name.to_string();
         let meta = Self::client_meta(&context);
@@ -397,13 +388,11 @@ impl<S: ServerHandler> ServerHandler for WithLro<S> {
             return self.inner.read_resource(request, context).await;
         }
         self.start_sweeping();
-        // 2026-07-28 answers a missing resource with invalid params; older versions with -32002.
-        let modern = context.meta.protocol_version().is_some();
         let uri = request.uri;
         match self.blocking(move |offloader| offloader.read_resource(&uri)).await? {
             Ok(result) => Ok(ReadResourceResponse::Complete(result)),
             Err(ReadError::InvalidUri(text)) => Err(McpError::invalid_params(text, None)),
-            Err(ReadError::NotFound(text)) if modern => Err(McpError::invalid_params(text, None)),
+            // rmcp makes it invalid params for a 2026-07-28 client, as that version asks.
             Err(ReadError::NotFound(text)) => Err(McpError::resource_not_found(text, None)),
             Err(ReadError::Failed(text)) => Err(McpError::internal_error(text, None)),
         }

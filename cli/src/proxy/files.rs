@@ -2,13 +2,13 @@
 //! adds them to the upstream's lists and answers the reads of `lro://offload/` URIs.
 
 use lro_host::mcp::resources::{self, ReadError};
-use rmcp::model::{ListResourceTemplatesResult, ListResourcesResult, ResultType};
+use rmcp::model::{ListResourceTemplatesResult, ListResourcesResult};
 use serde::Serialize;
 use serde_json::Value;
 
 use super::Relay;
 use super::edit::{self, Object};
-use super::message;
+use super::message::{self, ErrorCode};
 
 /// True when a `resources/read` names an offloaded file.
 pub fn is_ours(params: Option<&Value>) -> bool {
@@ -56,17 +56,13 @@ pub fn add_to_list(relay: &Relay, result: &str, templates: bool) -> Option<Strin
 
 /// The list for an upstream without resources: the proxy's own alone.
 pub fn list_alone(relay: &Relay, id: String, templates: bool, modern: bool) {
-    let stamp = modern.then_some(ResultType::COMPLETE);
-    let page = if templates {
-        let mut page = ListResourceTemplatesResult::with_all_items(vec![resources::template()]);
-        page.result_type = stamp;
-        json(&page)
+    relay.to_client(if templates {
+        let page = ListResourceTemplatesResult::with_all_items(vec![resources::template()]);
+        message::own_response(&id, &page, modern)
     } else {
-        let mut page = ListResourcesResult::with_all_items(relay.files.resources());
-        page.result_type = stamp;
-        json(&page)
-    };
-    relay.to_client(message::response(&id, &page.to_string()));
+        let page = ListResourcesResult::with_all_items(relay.files.resources());
+        message::own_response(&id, &page, modern)
+    });
 }
 
 /// Answers a `resources/read` of an offloaded file, in the sandboxed extractor.
@@ -80,15 +76,12 @@ pub fn read(relay: &Relay, id: String, params: Option<&Value>, modern: bool) {
     let down = relay.down.clone();
     relay.component(move || {
         let answer = match offloader.read_resource(&uri) {
-            Ok(mut result) => {
-                result.result_type = modern.then_some(ResultType::COMPLETE);
-                message::response(&id, &json(&result).to_string())
-            }
-            Err(ReadError::InvalidUri(text)) => message::error_response(&id, message::INVALID_PARAMS, &text),
+            Ok(result) => message::own_response(&id, &result, modern),
+            Err(ReadError::InvalidUri(text)) => message::error_response(&id, ErrorCode::INVALID_PARAMS, &text),
             // 2026-07-28 answers a missing resource with invalid params; older versions with -32002.
-            Err(ReadError::NotFound(text)) if modern => message::error_response(&id, message::INVALID_PARAMS, &text),
-            Err(ReadError::NotFound(text)) => message::error_response(&id, message::RESOURCE_NOT_FOUND, &text),
-            Err(ReadError::Failed(text)) => message::error_response(&id, message::INTERNAL_ERROR, &text),
+            Err(ReadError::NotFound(text)) if modern => message::error_response(&id, ErrorCode::INVALID_PARAMS, &text),
+            Err(ReadError::NotFound(text)) => message::error_response(&id, ErrorCode::RESOURCE_NOT_FOUND, &text),
+            Err(ReadError::Failed(text)) => message::error_response(&id, ErrorCode::INTERNAL_ERROR, &text),
         };
         let _ = down.blocking_send(answer.into());
     });

@@ -16,6 +16,7 @@
 
 use std::time::Duration;
 
+use super::message::ErrorCode;
 use super::{Ending, Pending, Relay, bridge, message};
 
 /// How long the proxy keeps relaying after the client closes its input, by default: answers to
@@ -41,12 +42,12 @@ impl Relay {
                 }
                 Ok(_) => self.to_client(message::error_response(
                     "null",
-                    message::INVALID_REQUEST,
+                    ErrorCode::INVALID_REQUEST,
                     "lro proxy: an empty batch",
                 )),
                 Err(e) => self.to_client(message::error_response(
                     "null",
-                    message::PARSE_ERROR,
+                    ErrorCode::PARSE_ERROR,
                     &format!("lro proxy: the batch is not JSON: {e}"),
                 )),
             }
@@ -56,12 +57,12 @@ impl Relay {
         match message::lenient_id(line) {
             Some(id) => {
                 let text = format!("lro proxy: invalid request: {problem}");
-                self.to_client(message::error_response(&id, message::INVALID_REQUEST, &text));
+                self.to_client(message::error_response(&id, ErrorCode::INVALID_REQUEST, &text));
             }
             None => {
                 eprintln!("lro proxy: a message from the client was dropped: {problem}");
                 let text = format!("lro proxy: {problem}");
-                self.to_client(message::error_response("null", message::PARSE_ERROR, &text));
+                self.to_client(message::error_response("null", ErrorCode::PARSE_ERROR, &text));
             }
         }
     }
@@ -74,7 +75,7 @@ impl Relay {
             return false;
         }
         let text = format!("lro proxy: request id {id} is already in use by a request in flight");
-        self.to_client(message::error_response(id, message::INVALID_REQUEST, &text));
+        self.to_client(message::error_response(id, ErrorCode::INVALID_REQUEST, &text));
         true
     }
 
@@ -82,7 +83,7 @@ impl Relay {
     /// read cannot be intercepted, so it is refused, not passed on.
     pub(super) fn refuse_unreadable_call(&self, id: &str, problem: &str) {
         let text = format!("lro proxy: the tools/call params cannot be read: {problem}");
-        self.to_client(message::error_response(id, message::INVALID_PARAMS, &text));
+        self.to_client(message::error_response(id, ErrorCode::INVALID_PARAMS, &text));
     }
 
     /// A batch from the server: each message is routed (and a response intercepted) as if it
@@ -126,9 +127,9 @@ impl Relay {
         match pending {
             Pending::ToolCheck => {}
             Pending::Bridge { client_id, .. } => {
-                self.to_client(message::error_response(&client_id, message::INTERNAL_ERROR, text));
+                self.to_client(message::error_response(&client_id, ErrorCode::INTERNAL_ERROR, text));
             }
-            _ => self.to_client(message::error_response(id, message::INTERNAL_ERROR, text)),
+            _ => self.to_client(message::error_response(id, ErrorCode::INTERNAL_ERROR, text)),
         }
     }
 
@@ -148,7 +149,7 @@ impl Relay {
             // A server of the older protocol over HTTP refuses `server/discover` with an HTTP
             // error (no session yet) rather than "method not found": bridge it all the same.
             Some(Pending::Discover(meta)) => {
-                let error = message::error_response(id, message::INTERNAL_ERROR, &text);
+                let error = message::error_response(id, ErrorCode::INTERNAL_ERROR, &text);
                 bridge::start(self, id.to_owned(), meta, error);
             }
             Some(pending) => self.answer_error(pending, id, &text),

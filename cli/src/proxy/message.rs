@@ -5,8 +5,8 @@
 use std::collections::HashMap;
 
 use serde::Deserialize;
+use serde_json::Value;
 use serde_json::value::RawValue;
-use serde_json::{Value, json};
 
 use super::edit::{self, Object};
 
@@ -15,18 +15,16 @@ pub const META_PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion
 /// `_meta` key that carries the client's capabilities on every 2026-07-28 request.
 pub const META_CLIENT_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
 
-/// JSON-RPC "internal error": what a request gets when the upstream is gone.
-pub const INTERNAL_ERROR: i64 = -32603;
-/// JSON-RPC "invalid params".
-pub const INVALID_PARAMS: i64 = -32602;
-/// JSON-RPC "parse error": a line that is not JSON.
-pub const PARSE_ERROR: i64 = -32700;
-/// JSON-RPC "invalid request": JSON that is not a request the proxy can route.
-pub const INVALID_REQUEST: i64 = -32600;
-/// JSON-RPC "method not found".
-pub const METHOD_NOT_FOUND: i64 = -32601;
-/// MCP's "resource not found" before 2026-07-28 (later versions use invalid params).
-pub const RESOURCE_NOT_FOUND: i64 = -32002;
+/// The error codes the proxy answers with, as rmcp names them (the 2026-07-28 versions answer a
+/// missing resource with `INVALID_PARAMS`, older ones with `RESOURCE_NOT_FOUND`).
+pub use rmcp::model::ErrorCode;
+
+/// The member a 2026-07-28 result carries and an older one does not, and its value for a
+/// complete result: the one place the proxy writes it, in results it makes (`own_response`)
+/// and in those it completes for a bridged client (`bridge::additions`).
+pub const RESULT_TYPE: &str = "resultType";
+/// See [`RESULT_TYPE`].
+pub const COMPLETE: &str = "complete";
 
 /// The routing fields of one message. `id` and `params` stay raw text.
 #[derive(Deserialize)]
@@ -175,9 +173,23 @@ pub fn response(id: &str, result: &str) -> Vec<u8> {
     format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"result\":{result}}}").into_bytes()
 }
 
+/// A success response with a result the proxy made itself (an `rmcp::model` result): a
+/// 2026-07-28 request's carries `resultType: "complete"`, an older one's no `resultType`.
+pub fn own_response(id: &str, result: &impl serde::Serialize, modern: bool) -> Vec<u8> {
+    let mut result = serde_json::to_value(result).unwrap_or_else(|_| Value::Object(Default::default()));
+    if let Value::Object(members) = &mut result {
+        members.remove(RESULT_TYPE);
+        if modern {
+            members.insert(RESULT_TYPE.to_owned(), Value::String(COMPLETE.to_owned()));
+        }
+    }
+    response(id, &result.to_string())
+}
+
 /// An error response, one line.
-pub fn error_response(id: &str, code: i64, message: &str) -> Vec<u8> {
-    let error = json!({"code": code, "message": message});
+pub fn error_response(id: &str, code: ErrorCode, message: &str) -> Vec<u8> {
+    let error = rmcp::model::ErrorData::new(code, message.to_owned(), None);
+    let error = serde_json::to_string(&error).unwrap_or_default();
     format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"error\":{error}}}").into_bytes()
 }
 

@@ -50,7 +50,7 @@ use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader
 use tokio::sync::mpsc;
 
 use edit::Object;
-use message::{Kind, id_key};
+use message::{ErrorCode, Kind, id_key};
 use spool::Out;
 use upstream::{Link, UpEvent};
 
@@ -426,7 +426,7 @@ impl Relay {
                         );
                         return self.to_upstream(message::error_response(
                             &id_key(id),
-                            message::METHOD_NOT_FOUND,
+                            ErrorCode::METHOD_NOT_FOUND,
                             &text,
                         ));
                     }
@@ -539,7 +539,7 @@ fn method_not_found(line: &[u8]) -> bool {
     serde_json::from_slice::<Value>(line)
         .ok()
         .and_then(|v| v.get("error")?.get("code")?.as_i64())
-        == Some(message::METHOD_NOT_FOUND)
+        == Some(i64::from(ErrorCode::METHOD_NOT_FOUND.0))
 }
 
 /// An `initialize` or `server/discover` result with the capabilities the proxy adds: `tools`

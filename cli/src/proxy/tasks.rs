@@ -79,7 +79,7 @@ pub fn created(result: &str) -> Option<String> {
     let handle: Handle = serde_json::from_str(result).ok()?;
     match (handle.result_type.as_deref(), handle.task_id, handle.task) {
         (Some("task"), Some(id), _) => Some(id),
-        (None | Some("complete"), _, Some(seed)) => Some(seed.task_id),
+        (None | Some(super::message::COMPLETE), _, Some(seed)) => Some(seed.task_id),
         _ => None,
     }
 }

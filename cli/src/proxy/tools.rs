@@ -6,13 +6,14 @@
 pub use lro_host::mcp::EXTRACT_TOOL;
 use lro_host::{ToolCall, ToolOutcome};
 use serde::Deserialize;
+use serde_json::Value;
 use serde_json::value::RawValue;
-use serde_json::{Map, Value};
 
 use super::edit::{self, Object};
-use super::message::{self, META_CLIENT_CAPABILITIES};
+use super::message::{self, ErrorCode, META_CLIENT_CAPABILITIES};
 use super::spool::Out;
 use super::{Relay, Session};
+use rmcp::model::ListToolsResult;
 
 /// A `tools/call` in flight, or the call behind a task.
 #[derive(Clone)]
@@ -67,28 +68,14 @@ impl Call {
     }
 }
 
-/// A `CallToolResult` holding one text block, for results the proxy makes.
-fn text_result(text: &str, is_error: bool, modern: bool) -> String {
-    let mut result = Map::new();
-    result.insert("content".into(), serde_json::json!([{"type": "text", "text": text}]));
-    if is_error {
-        result.insert("isError".into(), Value::Bool(true));
-    }
-    if modern {
-        result.insert("resultType".into(), Value::String("complete".into()));
-    }
-    Value::Object(result).to_string()
-}
-
 /// Runs `lro_extract` here. A refusal or a filter error is an `isError` result the model can
 /// read and correct, never a protocol error.
 pub fn extract(relay: &Relay, id: String, call: Call) {
     let offloader = relay.offloader.clone();
     let down = relay.down.clone();
     relay.component(move || {
-        let answer = offloader.extract(&call.arguments);
-        let result = text_result(&answer.text, answer.is_error, call.modern);
-        let _ = down.blocking_send(message::response(&id, &result).into());
+        let result = offloader.extract(&call.arguments).into_result();
+        let _ = down.blocking_send(message::own_response(&id, &result, call.modern).into());
     });
 }
 
@@ -191,7 +178,8 @@ pub fn intercept(relay: &Relay, call: Call, line: Vec<u8>, place: Place) {
 /// True when `result` is a complete result (2026-07-28 `resultType`, absent before): an
 /// `incomplete` one asks the client for input and is forwarded as it is.
 pub(super) fn complete(result: &str) -> bool {
-    serde_json::from_str::<ResultHead<'_>>(result).is_ok_and(|head| head.result_type.is_none_or(|t| t == "complete"))
+    serde_json::from_str::<ResultHead<'_>>(result)
+        .is_ok_and(|head| head.result_type.is_none_or(|t| t == message::COMPLETE))
 }
 
 /// The upstream's tools the proxy can list, each as sent: an entry without a string `name`
@@ -267,7 +255,7 @@ pub fn list(relay: &Relay, id: String, result: String) {
             Ok(page) => message::response(&id, &page),
             Err(reason) => {
                 let text = format!("lro proxy: cannot list the upstream's tools: {reason}");
-                message::error_response(&id, message::INTERNAL_ERROR, &text)
+                message::error_response(&id, ErrorCode::INTERNAL_ERROR, &text)
             }
         }));
     });
@@ -275,12 +263,13 @@ pub fn list(relay: &Relay, id: String, result: String) {
 
 /// `tools/list` for an upstream without tools: `lro_extract` alone.
 pub fn list_alone(relay: &Relay, id: String, modern: bool) {
-    let mut page = format!("{{\"tools\":[{}]", relay.offloader.tool_definition);
-    if modern {
-        page.push_str(",\"resultType\":\"complete\"");
-    }
-    page.push('}');
-    relay.to_client(message::response(&id, &page));
+    relay.to_client(match relay.offloader.extract_tool() {
+        Ok(tool) => message::own_response(&id, &ListToolsResult::with_all_items(vec![tool]), modern),
+        Err(e) => {
+            let text = format!("lro proxy: the component's {EXTRACT_TOOL} definition is not a Tool: {e}");
+            message::error_response(&id, ErrorCode::INTERNAL_ERROR, &text)
+        }
+    });
 }
 
 /// One page of the proxy's own look at the upstream's tools: a tool already named

@@ -547,7 +547,7 @@ fn a_callers_dir_problem_is_refused() {
     let err = RUNTIME
         .offload(&config, &request(Operation::List, None, &[json!({"id": "1"})]))
         .unwrap_err();
-    assert_eq!(err.kind(), "invalid-config");
+    assert_eq!(err.kind(), lro_host::ErrorKind::InvalidConfig);
     assert_eq!(
         err.to_string(),
         "invalid config: config.dir_problem: set by the host, never by callers"
@@ -634,5 +634,46 @@ fn the_component_reads_records_as_the_machine_code_does() {
         for (line, record) in ours.iter().zip(&records) {
             assert_eq!(line, &serde_json::from_str::<Value>(record).unwrap().to_string());
         }
+    }
+}
+
+/// The host reads the component's errors with the kinds the WIT names and the words lro-core
+/// writes: `host/src/error.rs` keeps them in one table, and this fails when it drifts from
+/// either.
+#[test]
+fn component_errors_read_as_lro_core_writes_them() {
+    use lro_core::Error as Core;
+    use lro_host::{ComponentError as Wit, Error as Host};
+    let m = || "the message".to_owned();
+    let pairs = [
+        (Core::InvalidConfig(m()), Wit::InvalidConfig(m())),
+        (Core::InvalidInput(m()), Wit::InvalidInput(m())),
+        (Core::Io(m()), Wit::Io(m())),
+        (Core::InvalidRequest(m()), Wit::InvalidRequest(m())),
+        (Core::NotFound(m()), Wit::NotFound(m())),
+        (Core::OutsideDirectory(m()), Wit::OutsideDirectory(m())),
+        (Core::NotLroFile(m()), Wit::NotLroFile(m())),
+        (Core::Expired(m()), Wit::Expired(m())),
+        (Core::Corrupt(m()), Wit::Corrupt(m())),
+        (Core::InvalidFilter(m()), Wit::InvalidFilter(m())),
+        (Core::FilterFailed(m()), Wit::FilterFailed(m())),
+    ];
+    let wit =
+        std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../wit/types.wit")).unwrap();
+    let variant = &wit[wit.find("variant error {").expect("the WIT error variant")..];
+    let cases: Vec<&str> = variant[..variant.find('}').unwrap()]
+        .lines()
+        .map(str::trim)
+        .filter_map(|line| line.strip_suffix("(string),"))
+        .collect();
+    let kinds: Vec<&str> = pairs
+        .iter()
+        .map(|(_, wit)| Host::Component(wit.clone()).kind().as_str())
+        .collect();
+    assert_eq!(kinds, cases, "every WIT case, named as the WIT names it");
+    for (core, wit) in pairs {
+        let host = Host::Component(wit);
+        assert_eq!(host.to_string(), core.to_string());
+        assert_eq!(host.component_message(), Some("the message"));
     }
 }

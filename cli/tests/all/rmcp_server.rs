@@ -212,3 +212,15 @@ async fn the_wrapper_serves_offloaded_files_as_resources_per_session() {
         "the server's own answer: {theirs:?}"
     );
 }
+
+/// `lro_extract` goes out as rmcp's `Tool` (the wrapper's list, the proxy's for a server
+/// without tools) with every member of the component's definition.
+#[tokio::test]
+async fn the_extract_tool_keeps_the_component_definition_through_rmcp() {
+    let dir = crate::common::tempdir().unwrap();
+    let server = wrapped(common::config(dir.path(), 1600)).await;
+    let offloader = server.offloader();
+    let typed = serde_json::to_value(offloader.extract_tool().expect("an rmcp Tool")).unwrap();
+    let defined: Value = serde_json::from_str(&offloader.tool_definition).unwrap();
+    assert_eq!(typed, defined);
+}

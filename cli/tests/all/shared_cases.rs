@@ -122,7 +122,7 @@ fn error_json(error: &Error) -> Value {
     let message = error
         .component_message()
         .map_or_else(|| error.to_string(), str::to_owned);
-    json!({"kind": error.kind(), "message": message})
+    json!({"kind": error.kind().as_str(), "message": message})
 }
 
 fn event_json(event: &Event) -> Value {

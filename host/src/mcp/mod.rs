@@ -152,6 +152,28 @@ pub fn clip(text: &str, max: usize) -> String {
     format!("{kept}... ({count} characters in all)")
 }
 
+#[cfg(feature = "rmcp")]
+impl ExtractAnswer {
+    /// The answer as the `CallToolResult` every Rust integration sends: one text block, and
+    /// `isError: true` for a refusal or a filter error (no `isError` otherwise, which MCP
+    /// reads as false).
+    pub fn into_result(self) -> rmcp::model::CallToolResult {
+        use rmcp::model::{CallToolResult, ContentBlock};
+        let mut result = CallToolResult::success(vec![ContentBlock::text(self.text)]);
+        result.is_error = self.is_error.then_some(true);
+        result
+    }
+}
+
+#[cfg(feature = "rmcp")]
+impl Offloader {
+    /// `lro_extract` as rmcp's `Tool`, from the component's definition; an error names what did
+    /// not fit (a component and an rmcp version that do not fit together).
+    pub fn extract_tool(&self) -> Result<rmcp::model::Tool, String> {
+        serde_json::from_str(&self.tool_definition).map_err(|e| e.to_string())
+    }
+}
+
 /// An error as every host's `lro_extract` reports it: `kind: message`.
 pub fn error_text(error: &Error) -> String {
     match error.component_message() {

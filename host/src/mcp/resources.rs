@@ -126,7 +126,7 @@ impl Offloader {
             }])),
             Err(e) => {
                 let text = format!("{}: {}", clip(uri, 200), error_text(&e));
-                if matches!(e.kind(), "not-found" | "expired" | "outside-directory" | "not-lro-file") {
+                if e.kind().is_no_such_file() {
                     Err(ReadError::NotFound(text))
                 } else {
                     Err(ReadError::Failed(text))

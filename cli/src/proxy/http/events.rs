@@ -1,6 +1,8 @@
 //! Server-sent events as they arrive: a parser fed chunk by chunk that says what each run of
 //! bytes is (data, the end of a data line, the end of an event) and keeps only a line's field
-//! name, so an event of any size streams into its message (`read_events`).
+//! name, so an event of any size streams into its message (`read_events`). Not the
+//! `sse-stream` crate (in the lock file through rmcp): it yields each event whole, and an event
+//! over the spool threshold must reach the disk as it arrives, not after.
 
 use reqwest::Response;
 use tokio::sync::mpsc;
