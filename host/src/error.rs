@@ -169,7 +169,7 @@ impl std::fmt::Display for ErrorKind {
 
 /// The one table of the component's errors: each case's kind, the words its message starts
 /// with (lro-core's `Error` says the same: `component_errors_read_as_lro_core_writes_them` in
-/// cli/tests/all/api.rs fails when they differ), and its message.
+/// cli/tests/all/api/errors.rs fails when they differ), and its message.
 fn component_kind(error: &ComponentError) -> (ErrorKind, &'static str, &str) {
     match error {
         ComponentError::InvalidConfig(m) => (ErrorKind::InvalidConfig, "invalid config", m),

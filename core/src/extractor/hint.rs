@@ -19,12 +19,14 @@ pub(super) fn with_hint(error: Error, program: &str, detail: Option<Detail>) -> 
 /// The hint for `program` at `detail`, if it reads absent fields or `.score`.
 pub(super) fn absent_field_hint(program: &str, detail: Option<Detail>) -> Option<String> {
     let detail = detail?;
-    let used = field_names(program);
+    // The parser's reading of the filter, as extraction's plan has it: a `.` in a string or a
+    // comment names nothing.
+    let used = crate::plan::named_fields(program)?;
     let absent: Vec<&str> = fields_absent_at(detail)
         .into_iter()
-        .filter(|f| used.contains(f))
+        .filter(|f| used.iter().any(|u| u == f))
         .collect();
-    let score = used.contains(&"score");
+    let score = used.iter().any(|u| u == "score");
     if absent.is_empty() && !score {
         return None;
     }
@@ -52,45 +54,21 @@ pub(super) fn absent_field_hint(program: &str, detail: Option<Detail>) -> Option
     Some(hint)
 }
 
-/// Identifiers that follow a `.` outside string literals, not right after another name, index or
-/// parenthesis: the top-level fields a filter reads (`confidence` of `.provenance.confidence` is not one).
-fn field_names(program: &str) -> Vec<&str> {
-    let bytes = program.as_bytes();
-    let (mut names, mut i, mut in_string) = (Vec::new(), 0, false);
-    while i < bytes.len() {
-        match bytes[i] {
-            b'\\' if in_string => i += 1,
-            b'"' => in_string = !in_string,
-            b'.' if !in_string => {
-                let start = i + 1;
-                let mut end = start;
-                while end < bytes.len() && (bytes[end].is_ascii_alphanumeric() || bytes[end] == b'_') {
-                    end += 1;
-                }
-                let nested = i > 0
-                    && matches!(bytes[i - 1], b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'_' | b']' | b')' | b'?');
-                if end > start && !nested {
-                    names.push(&program[start..end]);
-                }
-                i = end.max(i + 1);
-                continue;
-            }
-            _ => {}
-        }
-        i += 1;
-    }
-    names
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn field_names_skip_strings() {
+    fn named_fields_skip_strings_and_nested_keys() {
         assert_eq!(
-            field_names(r#"select(.content | test(".x")) | .provenance.confidence, .[0].title, (.a).b, .c?.d"#),
-            ["content", "provenance", "a", "c"]
+            crate::plan::named_fields(
+                r#"select(.content | test(".x")) | .provenance.confidence, .[0].title, (.a).b, .c?.d, $x.e, "\(.f)", {g, h: 1}, .["i"] # .j"#
+            ),
+            Some(
+                ["content", "provenance", "a", "c", "f", "g", "i"]
+                    .map(String::from)
+                    .to_vec()
+            )
         );
         // Recipe 9 at full detail reads the confidence where that level has it.
         assert_eq!(

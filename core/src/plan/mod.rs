@@ -421,10 +421,12 @@ fn pattern_need(pattern: &Pattern<&str>) -> Need {
 }
 
 mod cond;
+mod fields;
 mod members;
 #[cfg(test)]
 mod tests;
 
 use cond::cond_of;
 pub use cond::{BoundCond, Cond, Fallback, Operand, Test};
+pub use fields::named_fields;
 pub use members::{member_texts, parse_projected};

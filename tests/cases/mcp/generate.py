@@ -2,7 +2,7 @@
 
 Each case is a folder with call.json (tool, arguments, meta, threshold), result.json (the tool's
 CallToolResult) and expected.json (what the interceptor must do, checked structurally by
-cli/tests/all/mcp_cases.rs). Run `python3 tests/cases/mcp/generate.py` after changing it.
+cli/tests/all/mcp_cases/). Run `python3 tests/cases/mcp/generate.py` after changing it.
 """
 
 import json
