@@ -16,6 +16,7 @@ import socket
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -147,6 +148,13 @@ def inspector(config: Path, server: str, method: str, *args: str, era: str | Non
     return json.loads(done.stdout)
 
 
+def inspector_all(calls: list[tuple]) -> list[dict]:
+    """`inspector(*call)` for each call (a dict last is its keyword arguments), four at a time: each
+    is a process of its own (the Inspector, the proxy, the server)."""
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        return list(pool.map(lambda call: inspector(*call[:-1], **call[-1]) if isinstance(call[-1], dict) else inspector(*call), calls))
+
+
 def servers(tmp_path: Path, name: str, upstream: list[str], threshold: int = 500) -> Path:
     config = tmp_path / "mcp.json"
     entries = {
@@ -189,16 +197,18 @@ def test_inspector_filesystem_over_stdio(tmp_path, project, era):
     extracted = inspector(config, "proxied", "tools/call", "--tool-name", "lro_extract", "--tool-args-json", json.dumps(arguments), era=era)
     assert "result" in extracted and not extracted["result"].get("isError"), extracted
 
-    for tool, arguments in [
+    calls = [
         ("list_allowed_directories", {}),
         ("read_text_file", {"path": str(project / "note_007.txt")}),
         ("read_media_file", {"path": str(project / "pixel.png")}),
         ("read_text_file", {"path": str(project / "missing.txt")}),
-    ]:
-        args = ["--tool-name", tool, "--tool-args-json", json.dumps(arguments)]
-        got = inspector(config, "proxied", "tools/call", *args, era=era)
-        # A direct connection to this server speaks the older protocol only.
-        want = inspector(config, "direct", "tools/call", *args)
+    ]
+    argv = [["--tool-name", tool, "--tool-args-json", json.dumps(arguments)] for tool, arguments in calls]
+    # A direct connection to this server speaks the older protocol only.
+    answers = inspector_all([(config, "proxied", "tools/call", *args, {"era": era}) for args in argv]
+                            + [(config, "direct", "tools/call", *args) for args in argv])
+    for i, (tool, _) in enumerate(calls):
+        got, want = answers[i], answers[len(calls) + i]
         if era == "modern":
             # The proxy answers a 2026-07-28 client for a server of the older protocol; the
             # client's own fields aside, the result is the server's.
@@ -209,15 +219,16 @@ def test_inspector_filesystem_over_stdio(tmp_path, project, era):
 
 def test_inspector_everything_over_stdio(tmp_path):
     config = servers(tmp_path, "ev", [str(EVERYTHING)])
-    for args in [
-        ["--method", "tools/call", "--tool-name", "echo", "--tool-args-json", '{"message": "hi"}'],
-        ["--method", "tools/call", "--tool-name", "get-tiny-image"],
-        ["--method", "tools/call", "--tool-name", "get-annotated-message", "--tool-args-json", '{"messageType": "error"}'],
-        ["--method", "resources/read", "--uri", "demo://resource/static/document/architecture.md"],
-        ["--method", "prompts/list"],
-    ]:
-        method, rest = args[1], args[2:]
-        assert inspector(config, "proxied", method, *rest) == inspector(config, "direct", method, *rest), args
+    argv = [
+        ["tools/call", "--tool-name", "echo", "--tool-args-json", '{"message": "hi"}'],
+        ["tools/call", "--tool-name", "get-tiny-image"],
+        ["tools/call", "--tool-name", "get-annotated-message", "--tool-args-json", '{"messageType": "error"}'],
+        ["resources/read", "--uri", "demo://resource/static/document/architecture.md"],
+        ["prompts/list"],
+    ]
+    # One at a time: server-everything started several times at once took twice as long in all.
+    for args in argv:
+        assert inspector(config, "proxied", *args) == inspector(config, "direct", *args), args
     resources = inspector(config, "proxied", "resources/templates/list")["result"]["resourceTemplates"]
     assert resources[-1]["uriTemplate"] == "lro://offload/{file}{?from,to}"
 

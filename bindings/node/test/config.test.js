@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { configLayers, envVar, loadConfig } from '../config.js';
+import { RENAMED } from '../convert.js';
 import { Lro, LroError } from '../lro.js';
 import { REPO, requireComponent } from './support.js';
 
@@ -230,6 +231,11 @@ describe('the TOML file', () => {
     const file = toml('[prompt.offload]\nttl = 5\n');
     assert.equal(await refused(() => load({ env: {}, configFile: file })),
       `unknown key prompt.offload.ttl in ${file} (now ttl_seconds); known keys: ${KEYS.join(', ')}`);
+    // The converter's hint for a config object passed to a method is the component's table.
+    for (const [old, now] of Object.entries(RENAMED)) {
+      const renamed = toml(`[prompt.offload]\n${old} = 1\n`);
+      assert.match(await refused(() => load({ env: {}, configFile: renamed })), new RegExp(`\\(now ${now}\\)`));
+    }
     const other = toml('[prompt.offload]\ncolour = "red"\n');
     assert.equal(await refused(() => load({ env: {}, configFile: other })),
       `unknown key prompt.offload.colour in ${other}; known keys: ${KEYS.join(', ')}`);

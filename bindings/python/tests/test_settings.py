@@ -120,6 +120,10 @@ def test_a_bad_variable_is_an_error_naming_the_key_and_the_variable(var, text, m
 
 
 def test_an_old_name_is_an_error_pointing_to_the_new_one(tmp_path):
+    # The converter's own hint for a config dict passed to a function (`config: unknown field(s)
+    # threshold (now threshold_tokens)`) is the component's table, checked here.
+    from lro_wasm._convert import RENAMED as converters
+    assert converters == RENAMED
     for old, new in RENAMED.items():
         assert error(environ={env_var(old): "1"}) == \
             f"prompt.offload.{old} (from {env_var(old)}): renamed: set {env_var(new)} instead"

@@ -22,6 +22,11 @@ MCP = HERE.parent / "mcp"
 ULID_A = "01JDEF7X2K0000000000000000"
 ULID_B = "01JDEF7X2K0000000000000001"
 ULID_C = "01JDEF7X2K0000000000000002"
+
+
+def ulid(n: int) -> str:
+    """The n-th of the cases' fixed ULIDs (ULID_A is 0)."""
+    return f"01JDEF7X2K{n:016d}"
 # 2026-01-01T00:00:00.000Z; files with this header expire at now + ttl, so extraction cases use a
 # ttl of 100 years and sweep cases a fixed `now`.
 CREATED = "2026-01-01T00:00:00.000Z"
@@ -377,6 +382,32 @@ def main():
         },
     )
 
+    # The same sandbox, for links only: each host's WASI layer resolves them (Rust and Python
+    # through wasmtime, Node through bindings/node/wasi.js), so the results must be the same.
+    links = {f"atlatl-recall-{ulid(n)}.jsonl": target for n, target in [
+        (3, "../../../../../../../../../etc/passwd"),  # relative, climbing out
+        (4, f"atlatl-recall-{ulid(4)}.jsonl"),  # a loop
+        (5, f"atlatl-recall-{ulid(99)}.jsonl"),  # dangling
+        (6, f"atlatl-recall-{ULID_C}.jsonl"),  # a chain inside: 6 -> C -> A
+        (7, "escape/passwd"),  # through a link that leaves
+    ]}
+    case(
+        "extract-sandbox-links",
+        "symbolic links are followed inside the offload directory only, in every host's WASI layer",
+        [extract(path=f"<DIR>/{name}", query=".id") for name in links]
+        + [extract(path=f"<DIR>/inner/atlatl-recall-{ULID_A}.jsonl", query=".id")],
+        config={"ttl_seconds": CENTURY},
+        setup={
+            "files": {f"atlatl-recall-{ULID_A}.jsonl": old},
+            "symlinks": {
+                **links,
+                f"atlatl-recall-{ULID_C}.jsonl": f"atlatl-recall-{ULID_A}.jsonl",
+                "escape": "/etc",
+                "inner": ".",
+            },
+        },
+    )
+
     # query: no files.
     case(
         "query",
@@ -459,7 +490,9 @@ def main():
     )
 
     for old_case in HERE.glob("*/case.json"):
-        if old_case.parent.name not in cases and old_case.parent.name not in HAND_WRITTEN:
+        # corpus-* cases are tests/corpus/host_cases.py's to write and remove.
+        name = old_case.parent.name
+        if name not in cases and name not in HAND_WRITTEN and not name.startswith("corpus-"):
             shutil.rmtree(old_case.parent)
     for name, value in cases.items():
         (HERE / name).mkdir(exist_ok=True)
