@@ -523,3 +523,51 @@ def test_ttl_zero_from_the_environment_is_refused_too(tmp_path):
     done = subprocess.run([LRO, "proxy", "--output-dir", str(tmp_path), "--", *HOSTILE], input=b"",
                           capture_output=True, timeout=30, env=env)
     assert done.returncode == 2 and "ttl_seconds is 0" in done.stderr.decode(), done.stderr
+
+
+# A server that answers `initialize`, writes its pid, and outlives its input closing (as
+# server-everything sometimes did); with "stubborn" it ignores SIGTERM too.
+LINGERING = r"""
+import json, signal, sys, time
+pidfile, mode = sys.argv[1], sys.argv[2]
+if mode == "stubborn":
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+open(pidfile, "w").write(str(__import__("os").getpid()))
+for line in sys.stdin:
+    message = json.loads(line)
+    if message.get("method") == "initialize":
+        print(json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "serverInfo": {"name": "lingering", "version": "1"}}}), flush=True)
+while True:
+    time.sleep(1)
+"""
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # A zombie is gone for good; only its parent has not reaped it yet.
+    return Path(f"/proc/{pid}/stat").read_text().split(") ")[-1][0] != "Z"
+
+
+@pytest.mark.parametrize("mode", ["polite", "stubborn"])
+def test_a_proxy_told_to_stop_stops_the_server_it_started(tmp_path, mode):
+    # The MCP SDKs' clients end a stdio server with SIGTERM when closing its input is not enough
+    # (the Inspector CLI did, and a server-everything left behind kept it waiting a minute).
+    pidfile = tmp_path / "server.pid"
+    command = proxy_command(tmp_path / "out", [sys.executable, "-c", LINGERING, str(pidfile), mode])
+    proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdin.write((json.dumps(INIT) + "\n").encode())
+    proc.stdin.flush()
+    assert json.loads(proc.stdout.readline())["id"] == 100
+    server = int(pidfile.read_text())
+    started = time.monotonic()
+    proc.terminate()
+    assert proc.wait(timeout=10) == 143, proc.stderr.read().decode()
+    took = time.monotonic() - started
+    assert not alive(server), "the upstream server outlived its proxy"
+    # A server that ignores SIGTERM is killed after the grace of 2 s; one that stops, at once.
+    assert took < (4 if mode == "stubborn" else 1.5), took
+    assert "stopped by signal 15" in proc.stderr.read().decode()

@@ -30,11 +30,22 @@ pub fn run(cli: &Cli, args: &ProxyArgs) -> anyhow::Result<()> {
     // Large messages go to disk as they are read, in the directory the component reads.
     let spool = spool::SpoolDir::new(std::path::Path::new(&offloader.config.output_dir));
     let ending = tokio.block_on(async {
-        let link = match &args.url {
+        let mut link = match &args.url {
             Some(url) => http::connect(url, headers, Some(spool))?,
             None => upstream::spawn(&args.command, Some(spool))?,
         };
-        anyhow::Ok(proxy::serve(offloader, link, tokio::io::stdin(), tokio::io::stdout(), grace).await)
+        let stopper = link.stopper.take();
+        tokio::select! {
+            ending = proxy::serve(offloader, link, tokio::io::stdin(), tokio::io::stdout(), grace) => anyhow::Ok(ending),
+            // A client that stops its server with a signal (as the MCP SDKs do after closing its
+            // input) must not leave the server the proxy started running without it.
+            signal = stop_signal() => {
+                if let Some(stopper) = stopper {
+                    stopper.stop().await;
+                }
+                anyhow::Ok(Ending::Signalled(signal))
+            }
+        }
     })?;
     // Reading stdin blocks a thread that cannot be cancelled: leave without waiting for it.
     let code = match ending {
@@ -54,6 +65,35 @@ pub fn run(cli: &Cli, args: &ProxyArgs) -> anyhow::Result<()> {
             eprintln!("lro proxy: {reason}");
             2
         }
+        Ending::Signalled(signal) => {
+            eprintln!("lro proxy: stopped by signal {signal}, and its upstream server with it");
+            // The shell's convention for a process a signal ended.
+            128 + signal
+        }
     };
     std::process::exit(code)
+}
+
+/// The first of SIGTERM, SIGINT and SIGHUP to arrive, by number; never, if none can be watched.
+async fn stop_signal() -> i32 {
+    use tokio::signal::unix::{SignalKind, signal};
+    let watch = |kind: SignalKind| signal(kind).ok();
+    let (mut term, mut int, mut hup) = (
+        watch(SignalKind::terminate()),
+        watch(SignalKind::interrupt()),
+        watch(SignalKind::hangup()),
+    );
+    async fn next(signal: Option<&mut tokio::signal::unix::Signal>) {
+        match signal {
+            Some(signal) => {
+                signal.recv().await;
+            }
+            None => std::future::pending().await,
+        }
+    }
+    tokio::select! {
+        () = next(term.as_mut()) => SignalKind::terminate().as_raw_value(),
+        () = next(int.as_mut()) => SignalKind::interrupt().as_raw_value(),
+        () = next(hup.as_mut()) => SignalKind::hangup().as_raw_value(),
+    }
 }

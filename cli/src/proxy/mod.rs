@@ -66,6 +66,9 @@ pub enum Ending {
     UpstreamDied(String),
     /// The proxy cannot serve this upstream (it already has a tool named `lro_extract`).
     Refused(String),
+    /// The proxy was told to stop by this signal (SIGTERM, SIGINT or SIGHUP); its upstream
+    /// child, if any, was stopped first.
+    Signalled(i32),
 }
 
 /// What the proxy needs besides its two connections: the component, the configuration
@@ -131,6 +134,7 @@ where
         send: up,
         events: mut up_events,
         finished,
+        stopper: _,
     } = link;
     let (down, mut to_client) = mpsc::channel::<Out>(upstream::CHANNEL);
     let writer = tokio::spawn(async move {

@@ -38,14 +38,33 @@ pub struct Link {
     pub events: mpsc::Receiver<UpEvent>,
     /// Ends when the upstream is shut down (a child has exited or been killed).
     pub finished: JoinHandle<()>,
+    /// For a child process: stops it at once, when the proxy itself is told to stop.
+    pub stopper: Option<Stopper>,
+}
+
+/// Stops the upstream child at once: what the proxy does when it is told to stop (SIGTERM,
+/// SIGINT, SIGHUP), so that no server is left running without its proxy.
+pub struct Stopper {
+    now: tokio::sync::oneshot::Sender<()>,
+    done: tokio::sync::oneshot::Receiver<()>,
+}
+
+impl Stopper {
+    /// Sends the child SIGTERM, then SIGKILL if it has not exited after [`EXIT_GRACE`], and
+    /// returns once it is gone.
+    pub async fn stop(self) {
+        let _ = self.now.send(());
+        let _ = self.done.await;
+    }
 }
 
 /// How many messages each channel between the relay and a connection holds: enough to keep
 /// both sides busy, few enough that memory stays flat when one side stops reading.
 pub const CHANNEL: usize = 64;
 
-/// How long a child gets to exit after its stdin closes before it is killed.
-const EXIT_GRACE: Duration = Duration::from_secs(2);
+/// How long a child gets to exit after its stdin closes, and again after SIGTERM, before it is
+/// killed (MCP's stdio shutdown: close the input, wait, SIGTERM, wait, SIGKILL).
+pub const EXIT_GRACE: Duration = Duration::from_secs(2);
 
 /// Starts `command` with piped stdin and stdout (stderr is the proxy's own, so the server's
 /// logs reach the client's log as they would directly) and links to it.
@@ -80,7 +99,16 @@ where
     // The child is watched by one task: it reports the exit status to the reader (so a death
     // names it) and kills the child when the writer side is done.
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-    let watcher = tokio::spawn(watch_child(child, exited_tx, stop_rx));
+    let (now_tx, now_rx) = tokio::sync::oneshot::channel::<()>();
+    let (done_tx, done_rx) = tokio::sync::oneshot::channel::<()>();
+    let stopper = child.is_some().then(|| Stopper {
+        now: now_tx,
+        done: done_rx,
+    });
+    let watcher = tokio::spawn(async move {
+        watch_child(child, exited_tx, stop_rx, now_rx).await;
+        drop(done_tx);
+    });
 
     let writer_task = tokio::spawn(async move {
         let mut writer = writer;
@@ -119,13 +147,19 @@ where
         let _ = writer_task.await;
         let _ = watcher.await;
     });
-    Link { send, events, finished }
+    Link {
+        send,
+        events,
+        finished,
+        stopper,
+    }
 }
 
 async fn watch_child(
     child: Option<Child>,
     exited: tokio::sync::watch::Sender<Option<String>>,
     stop: tokio::sync::oneshot::Receiver<()>,
+    mut now: tokio::sync::oneshot::Receiver<()>,
 ) {
     let Some(mut child) = child else {
         let _ = stop.await;
@@ -141,11 +175,33 @@ async fn watch_child(
         }
         _ = stop => {
             // Our side is done: the closed stdin asks the server to exit; a server that does
-            // not is killed.
-            if tokio::time::timeout(EXIT_GRACE, child.wait()).await.is_err() {
-                let _ = child.kill().await;
+            // not within the grace, or when the proxy is told to stop meanwhile, is terminated.
+            let exited = tokio::select! {
+                _ = child.wait() => true,
+                () = tokio::time::sleep(EXIT_GRACE) => false,
+                Ok(()) = &mut now => false,
+            };
+            if !exited {
+                terminate(&mut child).await;
             }
         }
+        // Only a Stopper's send: a Stopper dropped unused changes nothing.
+        Ok(()) = &mut now => terminate(&mut child).await,
+    }
+}
+
+/// SIGTERM, then SIGKILL after [`EXIT_GRACE`]. The child is not reaped before it has exited, so
+/// its id cannot have been given to another process.
+async fn terminate(child: &mut Child) {
+    let pid = child
+        .id()
+        .and_then(|id| i32::try_from(id).ok())
+        .and_then(rustix::process::Pid::from_raw);
+    if let Some(pid) = pid {
+        let _ = rustix::process::kill_process(pid, rustix::process::Signal::TERM);
+    }
+    if tokio::time::timeout(EXIT_GRACE, child.wait()).await.is_err() {
+        let _ = child.kill().await;
     }
 }
 

@@ -153,7 +153,12 @@ pub fn connect(url: &str, headers: HeaderMap, spool: Option<SpoolDir>) -> anyhow
             let _ = tokio::time::timeout(Duration::from_secs(2), request.send()).await;
         }
     });
-    Ok(Link { send, events, finished })
+    Ok(Link {
+        send,
+        events,
+        finished,
+        stopper: None,
+    })
 }
 
 /// Follows a redirect only within the origin (scheme, host and port) of `--url`: a redirect to
