@@ -148,11 +148,11 @@ def inspector(config: Path, server: str, method: str, *args: str, era: str | Non
     return json.loads(done.stdout)
 
 
-def inspector_all(calls: list[tuple]) -> list[dict]:
-    """`inspector(*call)` for each call (a dict last is its keyword arguments), four at a time: each
-    is a process of its own (the Inspector, the proxy, the server)."""
+def inspector_all(calls: list[tuple[tuple, str | None]]) -> list[dict]:
+    """`inspector(*args, era=era)` for each `(args, era)`, four at a time: each is a process of its
+    own (the Inspector, the proxy, the server)."""
     with ThreadPoolExecutor(max_workers=4) as pool:
-        return list(pool.map(lambda call: inspector(*call[:-1], **call[-1]) if isinstance(call[-1], dict) else inspector(*call), calls))
+        return list(pool.map(lambda call: inspector(*call[0], era=call[1]), calls))
 
 
 def servers(tmp_path: Path, name: str, upstream: list[str], threshold: int = 500) -> Path:
@@ -205,8 +205,8 @@ def test_inspector_filesystem_over_stdio(tmp_path, project, era):
     ]
     argv = [["--tool-name", tool, "--tool-args-json", json.dumps(arguments)] for tool, arguments in calls]
     # A direct connection to this server speaks the older protocol only.
-    answers = inspector_all([(config, "proxied", "tools/call", *args, {"era": era}) for args in argv]
-                            + [(config, "direct", "tools/call", *args) for args in argv])
+    answers = inspector_all([((config, "proxied", "tools/call", *args), era) for args in argv]
+                            + [((config, "direct", "tools/call", *args), None) for args in argv])
     for i, (tool, _) in enumerate(calls):
         got, want = answers[i], answers[len(calls) + i]
         if era == "modern":

@@ -101,7 +101,7 @@ pub fn finish(relay: &mut Relay, client_id: &str, result: &str) {
     relay.to_upstream(message::notification("notifications/initialized", None));
     relay.session.bridged = true;
     let mut discover = Object::default();
-    discover.set(message::RESULT_TYPE, edit::quoted(message::COMPLETE));
+    discover.set(message::RESULT_TYPE, message::COMPLETE_JSON);
     discover.set("supportedVersions", format!("[{}]", edit::quoted(MODERN_VERSION)));
     let declared = result.get("capabilities").filter(|c| Object::parse(c).is_some());
     let capabilities = super::add_capabilities(declared).unwrap_or_else(|| declared.unwrap_or("{}").to_owned());
@@ -132,11 +132,9 @@ pub fn stamp(result: &str, pending: &Pending) -> Option<String> {
 /// What a 2026-07-28 client requires of `result` that it lacks, as member texts: `resultType`,
 /// and the cache hints of list and read results.
 pub fn additions(result: &Object<'_>, pending: &Pending) -> Vec<(&'static str, &'static str)> {
-    const COMPLETE: &str = "\"complete\"";
-    debug_assert_eq!(COMPLETE, edit::quoted(message::COMPLETE));
     let mut added = Vec::new();
     if result.get(message::RESULT_TYPE).is_none() {
-        added.push((message::RESULT_TYPE, COMPLETE));
+        added.push((message::RESULT_TYPE, message::COMPLETE_JSON));
     }
     let cacheable = match pending {
         Pending::Plain(method) => matches!(method.as_str(), "prompts/list" | "resources/read"),

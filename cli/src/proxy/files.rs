@@ -20,16 +20,15 @@ pub fn is_ours(params: Option<&Value>) -> bool {
 
 /// This session's files, or the template, as JSON texts of list entries.
 fn entries(relay: &Relay, templates: bool) -> Vec<String> {
-    let texts = |values: Vec<Value>| values.iter().map(Value::to_string).collect();
     if templates {
-        texts(vec![json(&resources::template())])
+        vec![json_text(&resources::template())]
     } else {
-        texts(relay.files.resources().iter().map(json).collect())
+        relay.files.resources().iter().map(json_text).collect()
     }
 }
 
-fn json(value: &impl Serialize) -> Value {
-    serde_json::to_value(value).unwrap_or(Value::Null)
+fn json_text(value: &impl Serialize) -> String {
+    serde_json::to_string(value).unwrap_or_else(|_| "null".to_owned())
 }
 
 /// A `resources/list` or `resources/templates/list` page from the upstream with this session's

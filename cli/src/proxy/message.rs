@@ -25,6 +25,8 @@ pub use rmcp::model::ErrorCode;
 pub const RESULT_TYPE: &str = "resultType";
 /// See [`RESULT_TYPE`].
 pub const COMPLETE: &str = "complete";
+/// [`COMPLETE`] as JSON text, for the bridge's edits of relayed results.
+pub const COMPLETE_JSON: &str = "\"complete\"";
 
 /// The routing fields of one message. `id` and `params` stay raw text.
 #[derive(Deserialize)]
@@ -265,6 +267,11 @@ mod tests {
 
     fn key(text: &str) -> String {
         id_key(&RawValue::from_string(text.to_owned()).unwrap())
+    }
+
+    #[test]
+    fn the_stamps_json_text_is_its_value_quoted() {
+        assert_eq!(COMPLETE_JSON, edit::quoted(COMPLETE));
     }
 
     #[test]
