@@ -2,7 +2,8 @@
 // scripts/build.js. Each makes a call cheaper and changes nothing the component sees. jco is
 // pinned (package.json), so each text is expected exactly once: a jco that writes other glue
 // fails the build here, naming the change that no longer applies, rather than silently running
-// slower.
+// slower. Each waits for a change to jco; docs/UPSTREAM.md has the report to file for each one
+// (the nearest open issue, for the first, is bytecodealliance/jco#1711).
 //
 // - WebAssembly.promising: without JSPI (Node 20), the glue calls it nine times per
 //   instantiation in a try/catch and keeps the plain function. Each failed call costs ~5 ms,

@@ -11,6 +11,10 @@
 // Only what a component exporting plain functions over these types needs is read: packages with
 // resources, flags, futures, streams or world-level functions are refused with a clear message,
 // so that the binding never converts a shape it does not know.
+//
+// This parser waits for jco to give a component's types as data: wasm-tools prints them as JSON
+// (`wasm-tools component wit --json`), but jco's `componentWit` gives text only. Until it does,
+// scripts/check.js proves the table is the component's own (docs/UPSTREAM.md).
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 

@@ -14,7 +14,12 @@ before wasmtime copies it. The result is wasmtime's to allocate and ours to dele
 This relies on wasmtime-py's private `_ffi` bindings and on the C API's layout, so it is used
 only on the wasmtime-py series it was written against, after checking that layout
 (`unavailable()`); on anything else lro_wasm calls the component through wasmtime-py's public
-API instead, which gives the same results."""
+API instead, which gives the same results.
+
+It waits on wasmtime-py: the nearest open issue is bytecodealliance/wasmtime-py#137 (the cost of
+converting arguments and results, for core functions); docs/UPSTREAM.md has the report for
+components, and tests/test_fast_path.py fails when `Func.__call__` stops reading the function's
+type on every call."""
 
 from __future__ import annotations
 

@@ -176,3 +176,18 @@ def test_an_import_callback_that_raises_fails_the_call_as_a_trap(wasm, tmp_path,
         lro.offload(lro.config(output_dir=str(tmp_path), threshold_tokens=100), {"operation": "list", "records": RECORDS})
     assert caught.value.kind == "trap" and "emit: ValueError: no room for events" in caught.value.message, caught.value
     assert lro.estimate("abcd") == 1  # and the next call works
+
+
+def test_the_public_api_still_reads_a_functions_type_on_every_call(lro_public, monkeypatch):
+    """The reason the fast path exists, checked on the pinned wasmtime-py: `Func.__call__` asks
+    the C API for the function's type and rebuilds it on every call (docs/UPSTREAM.md). When this
+    fails, wasmtime-py caches the type: measure the public path again, and drop `_capi` if the
+    difference is gone."""
+    from wasmtime.component import _func
+
+    asked = []
+    real = _func.ffi.wasmtime_component_func_type
+    monkeypatch.setattr(_func.ffi, "wasmtime_component_func_type", lambda *a: asked.append(1) or real(*a))
+    for _ in range(3):
+        assert lro_public.estimate("abcd" * 10) == 10
+    assert len(asked) == 3
