@@ -48,8 +48,9 @@ async function timed(reps, dir, call) {
   return median(samples);
 }
 
-const [samples, out] = process.argv.slice(2);
-const lro = new Lro();
+// GEN: the binding's gen/ that `lro bench` built for this run.
+const [samples, out, gen] = process.argv.slice(2);
+const lro = new Lro({ gen });
 try {
   const config = { output_dir: out, threshold_tokens: THRESHOLD_TOKENS };
   const tiny = JSON.parse(readFileSync(join(samples, 'tiny.json'), 'utf8'));

@@ -1,4 +1,4 @@
-// Builds gen/ from the component: $LRO_WASM when set, else the guest built from this repository
+// Builds gen/ (or the directory given as its argument) from the component: $LRO_WASM when set, else the guest built from this repository
 // with cargo (scripts/component.js). Run by `npm run build` and by `prepack`, so that `npm pack`
 // makes a complete package from a fresh clone.
 //   gen/component.js, gen/component.d.ts, gen/interfaces/*.d.ts, gen/component.core*.wasm
@@ -41,7 +41,9 @@ try {
   throw e;
 }
 
-const gen = join(here, 'gen');
+// `node scripts/build.js DIR` builds into DIR instead: `lro bench` builds its own, so that it never
+// replaces the gen/ that a running `npm test` reads.
+const gen = process.argv[2] ? resolve(process.argv[2]) : join(here, 'gen');
 rmSync(gen, { recursive: true, force: true });
 const run = spawnSync(jco, ['transpile', wasm, '-o', gen, '--name', 'component', '--instantiation', 'sync', '--quiet'],
   { stdio: 'inherit' });
@@ -81,4 +83,4 @@ writeFileSync(join(gen, 'lro.d.ts'), declarations({ table, methods: METHODS, def
 
 const sha256 = createHash('sha256').update(readFileSync(wasm)).digest('hex');
 writeFileSync(join(gen, 'source.json'), `${JSON.stringify({ wasm: resolve(wasm), sha256 }, null, 2)}\n`);
-console.error(`gen/ built from ${wasm} (sha256 ${sha256.slice(0, 12)}) and ${wit}`);
+console.error(`${gen} built from ${wasm} (sha256 ${sha256.slice(0, 12)}) and ${wit}`);
