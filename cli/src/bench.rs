@@ -12,7 +12,7 @@ mod proxy;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 use lro_core::extractor::ExtractRequest as MachineRequest;
@@ -151,12 +151,6 @@ fn remove_all_in(dir: &Path) -> anyhow::Result<()> {
         }
     }
     Ok(())
-}
-
-fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
 }
 
 /// Runs the whole benchmark. `quick` cuts repetitions and the largest size, for a smoke run.

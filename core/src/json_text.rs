@@ -82,8 +82,9 @@ pub fn parse<T: serde::de::DeserializeOwned>(text: &str, limit: usize) -> Result
     Ok(value)
 }
 
-/// The JSON type of a value's text, as error messages name it.
-pub fn type_name(raw: &str) -> &'static str {
+/// The JSON type of a value's text with its article ("an object"), as error messages name it.
+/// jq's own names are `jq::type_name`; JSON Schema's, `mcp::schema`'s `schema_type`.
+pub fn type_phrase(raw: &str) -> &'static str {
     match raw.trim_start().as_bytes().first() {
         Some(b'{') => "an object",
         Some(b'[') => "an array",

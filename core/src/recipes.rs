@@ -11,124 +11,112 @@ use serde_json::{Value, json};
 
 use crate::{Detail, Recipe, RecipeLibrary, RecipeParam, json_string};
 
-/// (number, description, program, slurp, raw, params)
-type Row = (
-    u8,
-    &'static str,
-    &'static str,
-    bool,
-    bool,
-    &'static [(&'static str, &'static str)],
-);
+/// One recipe as the libraries below write it.
+#[derive(Clone, Copy)]
+struct Row {
+    number: u8,
+    description: &'static str,
+    program: &'static str,
+    /// `jq -s`: the program reads every record as one array.
+    slurp: bool,
+    /// `jq -r`: strings are printed raw.
+    raw: bool,
+    /// The program's `$name`s with their defaults.
+    params: &'static [(&'static str, &'static str)],
+}
+
+/// A recipe run on each record.
+const fn each(number: u8, description: &'static str, program: &'static str) -> Row {
+    Row {
+        number,
+        description,
+        program,
+        slurp: false,
+        raw: false,
+        params: &[],
+    }
+}
+
+/// A recipe run on all records at once (`jq -s`).
+const fn slurped(number: u8, description: &'static str, program: &'static str) -> Row {
+    Row {
+        slurp: true,
+        ..each(number, description, program)
+    }
+}
+
+impl Row {
+    /// Printing strings raw (`jq -r`).
+    const fn raw(self) -> Row {
+        Row { raw: true, ..self }
+    }
+
+    /// With the `$name`s the program reads, and their defaults.
+    const fn params(self, params: &'static [(&'static str, &'static str)]) -> Row {
+        Row { params, ..self }
+    }
+
+    /// The same recipe under another number.
+    const fn numbered(self, number: u8) -> Row {
+        Row { number, ..self }
+    }
+}
 
 const UNIVERSAL: [Row; 8] = [
-    (
-        1,
-        "List titles with namespaces",
-        "[.title, .namespace] | @tsv",
-        false,
-        true,
-        &[],
-    ),
-    (
+    each(1, "List titles with namespaces", "[.title, .namespace] | @tsv").raw(),
+    each(
         2,
         "Filter by namespace prefix",
         "select((.namespace // \"\") | startswith($namespace))",
-        false,
-        false,
-        &[("namespace", "_semantic")],
-    ),
-    (
+    )
+    .params(&[("namespace", "_semantic")]),
+    each(
         3,
         "Search titles by keyword",
         "select((.title // \"\") | test($keyword; \"i\"))",
-        false,
-        false,
-        &[("keyword", "keyword")],
-    ),
-    (
-        4,
-        "Extract IDs and titles only",
-        "{id, title, namespace}",
-        false,
-        false,
-        &[],
-    ),
-    (
-        5,
-        "Filter by memory type",
-        "select(.memory_type == $memory_type)",
-        false,
-        false,
-        &[("memory_type", "semantic")],
-    ),
-    (
+    )
+    .params(&[("keyword", "keyword")]),
+    each(4, "Extract IDs and titles only", "{id, title, namespace}"),
+    each(5, "Filter by memory type", "select(.memory_type == $memory_type)").params(&[("memory_type", "semantic")]),
+    slurped(
         6,
         "Count by namespace",
         "group_by(.namespace) | map({namespace: .[0].namespace, count: length})",
-        true,
-        false,
-        &[],
     ),
-    (
-        7,
-        "Filter by tag",
-        "select((.tags // []) | index($tag))",
-        false,
-        false,
-        &[("tag", "TAG")],
-    ),
-    (8, "Sort by created date", "sort_by(.created)", true, false, &[]),
+    each(7, "Filter by tag", "select((.tags // []) | index($tag))").params(&[("tag", "TAG")]),
+    slurped(8, "Sort by created date", "sort_by(.created)"),
 ];
 
-const CONTENT_SEARCH: Row = (
+const CONTENT_SEARCH: Row = each(
     10,
     "Full-text search in content (.content)",
     "select((.content // \"\") | test($pattern; \"i\"))",
-    false,
-    false,
-    &[("pattern", "pattern")],
-);
+)
+.params(&[("pattern", "pattern")]);
 
 fn adaptive(detail: Detail) -> [Row; 2] {
     match detail {
         Detail::Light => [
-            (
-                9,
-                "List unique namespaces",
-                "map(.namespace) | unique",
-                true,
-                false,
-                &[],
-            ),
-            (
+            slurped(9, "List unique namespaces", "map(.namespace) | unique"),
+            slurped(
                 10,
                 "Count by memory_type",
                 "group_by(.memory_type) | map({memory_type: .[0].memory_type, count: length})",
-                true,
-                false,
-                &[],
             ),
         ],
         Detail::Medium => [
-            (
+            slurped(
                 9,
                 "Sort by confidence desc (.confidence)",
                 "sort_by(-(.confidence // 0))",
-                true,
-                false,
-                &[],
             ),
             CONTENT_SEARCH,
         ],
         Detail::Full => [
-            (
+            slurped(
                 9,
                 "Sort by confidence desc (.provenance.confidence)",
                 "sort_by(-(.provenance.confidence // 0))",
-                true,
-                false,
-                &[],
             ),
             CONTENT_SEARCH,
         ],
@@ -137,65 +125,42 @@ fn adaptive(detail: Detail) -> [Row; 2] {
 
 /// The MIF v1 library (the older LRO section of the MIF documentation, listed in `docs/FORMAT.md`), with the same guards against missing fields.
 const V1: [Row; 10] = [
-    (
+    each(
         1,
         "List all titles with scores",
         "[.title, .provenance.confidence] | @tsv",
-        false,
-        true,
-        &[],
-    ),
+    )
+    .raw(),
     UNIVERSAL[1],
     UNIVERSAL[2],
-    (
+    slurped(
         4,
         "Sort by confidence (descending)",
         "sort_by(-(.provenance.confidence // 0))",
-        true,
-        false,
-        &[],
     ),
-    (5, UNIVERSAL[3].1, UNIVERSAL[3].2, false, false, &[]),
-    (
-        6,
-        UNIVERSAL[4].1,
-        UNIVERSAL[4].2,
-        false,
-        false,
-        &[("memory_type", "semantic")],
-    ),
-    (
+    UNIVERSAL[3].numbered(5),
+    UNIVERSAL[4].numbered(6),
+    each(
         7,
         "Get memories with entities",
         "select((.entities // []) | length > 0)",
-        false,
-        false,
-        &[],
     ),
-    (
+    slurped(
         8,
         "Count by namespace",
         "group_by(.namespace) | map({namespace: .[0].namespace, count: length}) | sort_by(-.count)",
-        true,
-        false,
-        &[],
     ),
-    (
+    slurped(
         9,
         "Get top N by score",
         "sort_by(-(.provenance.confidence // 0)) | .[:10]",
-        true,
-        false,
-        &[],
     ),
-    (
+    each(
         10,
         "Full-text search in content",
         "select((.content // \"\") | test($pattern; \"i\"))",
-        false,
-        false,
-        &[("pattern", "pattern")],
-    ),
+    )
+    .params(&[("pattern", "pattern")]),
 ];
 
 /// The ten v2 recipes for `detail`. `file` goes, shell-quoted, into each command; without it
@@ -212,34 +177,43 @@ pub fn library(library: RecipeLibrary, detail: Detail, file: Option<&str>) -> Ve
     };
     let quoted = file.map_or_else(|| "{file}".to_owned(), shell_quote);
     rows.iter()
-        .map(|&(number, description, program, slurp, raw, params)| {
-            let mut shell_program = program.to_owned();
-            for (name, default) in params {
-                shell_program = shell_program.replace(&format!("${name}"), &json_string(default));
-            }
-            let flag = if slurp {
-                " -s"
-            } else if raw {
-                " -r"
-            } else {
-                ""
-            };
-            Recipe {
-                number,
-                description: description.to_owned(),
-                program: program.to_owned(),
-                slurp,
-                raw,
-                params: params
-                    .iter()
-                    .map(|(name, default)| RecipeParam {
-                        name: (*name).to_owned(),
-                        default: (*default).to_owned(),
-                    })
-                    .collect(),
-                command: format!("tail -n +2 {quoted} | jq{flag} '{shell_program}'"),
-            }
-        })
+        .map(
+            |&Row {
+                 number,
+                 description,
+                 program,
+                 slurp,
+                 raw,
+                 params,
+             }| {
+                let mut shell_program = program.to_owned();
+                for (name, default) in params {
+                    shell_program = shell_program.replace(&format!("${name}"), &json_string(default));
+                }
+                let flag = if slurp {
+                    " -s"
+                } else if raw {
+                    " -r"
+                } else {
+                    ""
+                };
+                Recipe {
+                    number,
+                    description: description.to_owned(),
+                    program: program.to_owned(),
+                    slurp,
+                    raw,
+                    params: params
+                        .iter()
+                        .map(|(name, default)| RecipeParam {
+                            name: (*name).to_owned(),
+                            default: (*default).to_owned(),
+                        })
+                        .collect(),
+                    command: format!("tail -n +2 {quoted} | jq{flag} '{shell_program}'"),
+                }
+            },
+        )
         .collect()
 }
 

@@ -1,4 +1,12 @@
-//! RFC 3339 timestamps in UTC with milliseconds, without a date library.
+//! RFC 3339 timestamps in UTC with milliseconds, without a date library; the wall clock.
+
+/// Milliseconds since the Unix epoch, by the system clock (WASI's wall clock in the component);
+/// 0 before the epoch. The host library's `lro_host::mcp::now_ms` reads the host's the same way.
+pub fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
 
 /// Formats milliseconds since the Unix epoch as `YYYY-MM-DDTHH:MM:SS.mmmZ`.
 pub fn format_rfc3339_ms(ms: u64) -> String {

@@ -19,13 +19,6 @@ fn emit(event: lro_core::Event) {
     events::emit(&convert::event(event));
 }
 
-/// The host's wall clock, for expiry checks.
-fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
-}
-
 impl interceptor::Guest for Lro {
     fn offload(c: types::Config, r: interceptor::Request) -> Result<interceptor::Outcome, types::Error> {
         let request = lro_core::offload::Request {
@@ -97,7 +90,7 @@ impl extractor::Guest for Lro {
             slurp: r.slurp,
             limit: r.limit,
         };
-        lro_core::extract(&config(c), &request, now_ms())
+        lro_core::extract(&config(c), &request, lro_core::time::now_ms())
             .map(extracted)
             .map_err(error)
     }
@@ -107,7 +100,7 @@ impl extractor::Guest for Lro {
     }
 
     fn call_tool(c: types::Config, arguments: String) -> Result<extractor::ExtractResult, types::Error> {
-        lro_core::call_tool(&config(c), &arguments, now_ms())
+        lro_core::call_tool(&config(c), &arguments, lro_core::time::now_ms())
             .map(extracted)
             .map_err(error)
     }

@@ -87,7 +87,7 @@ pub(super) fn section(s: &Setup<'_>, out: &mut String, targets: &mut Vec<Target>
                 wasm.push(start.elapsed());
                 values = result.total;
                 let start = Instant::now();
-                let result = lro_core::extractor::extract(machine, &machine_req, now_ms())?;
+                let result = lro_core::extractor::extract(machine, &machine_req, lro_core::time::now_ms())?;
                 nat.push(start.elapsed());
                 if result.total != values {
                     bail!(

@@ -61,7 +61,7 @@ impl Field {
 
     fn add(&mut self, value: &Value) {
         self.present += 1;
-        let t = type_name(value);
+        let t = schema_type(value);
         if !self.types.contains(&t) {
             self.types.push(t);
         }
@@ -133,7 +133,7 @@ impl Profile {
             let Ok(value) = crate::json_text::parse::<Value>(line, crate::jq::MAX_DEPTH) else {
                 continue;
             };
-            let t = type_name(&value);
+            let t = schema_type(&value);
             if !profile.types.contains(&t) {
                 profile.types.push(t);
             }
@@ -191,7 +191,8 @@ impl Profile {
     }
 }
 
-fn type_name(v: &Value) -> &'static str {
+/// The JSON Schema `type` a value has: `integer` for a whole number, where jq says `number`.
+fn schema_type(v: &Value) -> &'static str {
     match v {
         Value::Null => "null",
         Value::Bool(_) => "boolean",

@@ -11,7 +11,7 @@ use serde::de::IgnoredAny;
 use super::RESULT_DEPTH;
 use crate::estimate::Counts;
 use crate::json_text::raw::{Kind, elements, kind, member_texts, members, minify};
-use crate::json_text::{ParseError, Valid, parse, type_name, unescape_in_place};
+use crate::json_text::{ParseError, Valid, parse, type_phrase, unescape_in_place};
 use crate::{Error, json_string};
 
 /// The data of a result: JSON text of an array or object exactly as sent, or text that is not
@@ -137,7 +137,7 @@ impl Owned {
         if kind(text) != Kind::Object {
             return Err(Error::InvalidInput(format!(
                 "result must be a CallToolResult object, got {}",
-                type_name(text)
+                type_phrase(text)
             )));
         }
         let at = |part: &str| part.as_ptr() as usize - text.as_ptr() as usize;
@@ -169,7 +169,7 @@ impl Owned {
         if let Some(i) = content {
             let raw = decoded[i].1;
             let items = elements(raw).ok_or_else(|| {
-                Error::InvalidInput(format!("result.content must be an array, got {}", type_name(raw)))
+                Error::InvalidInput(format!("result.content must be an array, got {}", type_phrase(raw)))
             })?;
             for item in items {
                 blocks.push(Self::block(item, &range, &body)?);

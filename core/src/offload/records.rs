@@ -49,7 +49,7 @@ pub(super) fn parse_records(text: &str) -> Result<Vec<Record<'_>>, Error> {
         match serde_json::from_str::<&RawValue>(text) {
             Ok(whole) if !whole.get().starts_with('[') => Error::InvalidInput(format!(
                 "records must be a JSON array of memory objects or search hits, got {}",
-                json_text::type_name(whole.get())
+                json_text::type_phrase(whole.get())
             )),
             Ok(_) => Error::InvalidInput(format!("records are not valid JSON: {e}")),
             Err(e) => Error::InvalidInput(format!("records are not valid JSON: {e}")),
@@ -63,7 +63,7 @@ pub(super) fn parse_records(text: &str) -> Result<Vec<Record<'_>>, Error> {
             if !raw.starts_with('{') {
                 return Err(Error::InvalidInput(format!(
                     "records[{i}] is {}; expected a memory object or a search hit {{\"memory\": {{...}}, \"score\": n}}",
-                    json_text::type_name(raw)
+                    json_text::type_phrase(raw)
                 )));
             }
             to_record(i, raw, json_text::scan(raw), false)
@@ -98,14 +98,14 @@ fn to_record<'a>(i: usize, raw: &'a str, scan: json_text::Scan<'a>, ascii: bool)
         Some(memory) if memory.starts_with('{') => {
             let score = match scan.score {
                 None | Some("null") => None,
-                Some(number) if json_text::type_name(number) == "a number" => Some(
+                Some(number) if json_text::type_phrase(number) == "a number" => Some(
                     serde_json::from_str::<f64>(number)
                         .map_err(|e| Error::InvalidInput(format!("records[{i}].score is not a usable number: {e}")))?,
                 ),
                 Some(other) => {
                     return Err(Error::InvalidInput(format!(
                         "records[{i}].score is {}; a search hit's score must be a number",
-                        json_text::type_name(other)
+                        json_text::type_phrase(other)
                     )));
                 }
             };

@@ -182,7 +182,8 @@ pub fn error_text(error: &Error) -> String {
     }
 }
 
-/// Milliseconds since the Unix epoch, the component's `timestamp-ms`.
+/// Milliseconds since the Unix epoch, the component's `timestamp-ms` (the guest's clock is
+/// `lro_core::time::now_ms`, read the same way).
 pub fn now_ms() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)

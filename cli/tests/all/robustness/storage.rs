@@ -159,16 +159,6 @@ fn offload_process(
     finish_offload(start_offload(dir, flags), records)
 }
 
-fn now_ms() -> u64 {
-    u64::try_from(
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_millis(),
-    )
-    .unwrap()
-}
-
 /// Two proxies on the default directory, one with `--ttl 3600`, the other with `--ttl 1` and
 /// `--max-files 2`: the short-lived one neither sweeps nor evicts the other's files before the
 /// expiry they recorded; when its own write cannot fit, it degrades, naming the cap.
@@ -182,7 +172,7 @@ fn a_short_ttl_process_leaves_a_long_ttl_processs_files_alone() {
         .map(|d| d["file_path"].as_str().unwrap().to_owned())
         .collect();
     // A sweeper whose own ttl has long passed for these files (as if minutes went by).
-    let later = lro_core::time::format_rfc3339_ms(now_ms() + 600_000);
+    let later = lro_core::time::format_rfc3339_ms(lro_core::time::now_ms() + 600_000);
     let out = lro()
         .args(["sweep", "--ttl", "1", "--now", &later, "--output-dir"])
         .arg(dir.path())
