@@ -211,6 +211,7 @@ export class Lro {
   #pending = null; // the call in the worker: {id, resolve, reject, timer}
   #queue = Promise.resolve();
   #nextId = 1;
+  #closes = 0; // how many times close() was called: a worker call made before the last one fails
   #kept = new Map(); // preopen key → an instance for the calls on this thread (KEPT)
 
   /**
@@ -320,6 +321,7 @@ export class Lro {
   close() {
     for (const guest of this.#kept.values()) guest.close();
     this.#kept.clear();
+    this.#closes++;
     this.#fail(closedError());
   }
 
@@ -408,15 +410,22 @@ export class Lro {
     }
   }
 
-  /** Runs one call in the worker; calls queue so that each gets the worker to itself. */
+  /**
+   * Runs one call in the worker; calls queue so that each gets the worker to itself. A call made
+   * before close() fails as close() says wherever it is: queued, waiting for the modules or the
+   * worker's start, or running.
+   */
   #call(fn, args, how) {
-    const run = this.#queue.then(() => this.#run(fn, args, how));
+    const closes = this.#closes;
+    const run = this.#queue.then(() => this.#run(fn, args, how, closes));
     this.#queue = run.catch(() => {});
     return run;
   }
 
-  async #run(fn, args, { dir, readOnly, limits, deadline }) {
-    const worker = await this.#ensureWorker();
+  async #run(fn, args, { dir, readOnly, limits, deadline }, closes) {
+    if (this.#closes !== closes) throw closedError();
+    const worker = await this.#ensureWorker(closes);
+    if (this.#closes !== closes) throw closedError();
     const o = this.#options;
     const filter = limits === 'filter';
     const timeout = deadline === 'standard' ? DEFAULTS.timeout : filter ? o.filterTimeout : o.timeout;
@@ -436,14 +445,18 @@ export class Lro {
     });
   }
 
-  /** The worker, started if need be; resolves once it has loaded its modules. */
-  async #ensureWorker() {
+  /**
+   * The worker, started if need be; resolves once it has loaded its modules. `closes`: the
+   * count of close() calls when the call was made (none started for a call close() stopped).
+   */
+  async #ensureWorker(closes) {
     if (this.#worker) {
       await this.#ready;
       return this.#worker;
     }
     const o = this.#options;
     const modules = await compile(this.#gen, o);
+    if (this.#closes !== closes) throw closedError();
     const worker = new Worker(join(here, 'worker.js'), {
       workerData: { gen: this.#gen, modules },
       execArgv: workerExecArgv(),

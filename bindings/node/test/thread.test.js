@@ -115,6 +115,25 @@ describe('the calls that run no user filter run on the calling thread', () => {
     }
   });
 
+  it('close() stops every worker call made before it: one not yet at the worker, one queued', async () => {
+    // Found under load: close() landing while the first call still compiled the modules (before
+    // its worker existed) let that call start a worker after close() and answer.
+    const lro = new Lro();
+    try {
+      const first = lro.query('.a', '{"a": 1}');
+      const queued = lro.query('.b', '{"b": 2}');
+      lro.close();
+      for (const call of [first, queued]) {
+        await assert.rejects(call, (e) => e.kind === 'host' && e.closed === true
+          && e.message === 'the call was stopped: Lro.close() was called while it ran');
+      }
+      // And the next call starts a new worker.
+      assert.deepEqual((await lro.query('.c', '{"c": 3}')).values, ['3']);
+    } finally {
+      lro.close();
+    }
+  });
+
   it('a failed write degrades the call, never fails it', async () => {
     // The directory is a regular file: nothing is preopened, the component degrades.
     const root = mkdtempSync(join(tmpdir(), 'lro-thread-'));
