@@ -277,8 +277,10 @@ def test_a_large_result_grows_the_proxy_by_at_most_one_and_a_half_times_its_size
     """Item 4's bound: the proxy spools a large answer to disk as it reads it, and the
     component reads the result from there, decodes its text and compacts it (JSON written with
     spaces, as Python's `json.dumps` does) where it lies, so the result is in memory once."""
-    proc = subprocess.Popen(proxy_command(tmp_path, HOSTILE), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.DEVNULL)
+    # A time limit well above the offload's few seconds: on a loaded machine the default 10 s
+    # can run out, and the result is then cut instead of offloaded; memory is what this measures.
+    proc = subprocess.Popen(proxy_command(tmp_path, HOSTILE, "--timeout", "120"), stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
     try:
         # The session's start done (the proxy's own tools check and the client's listing both
         # call the component) before the baseline is taken.
