@@ -15,6 +15,8 @@ use crate::{Detail, Recipe, RecipeLibrary, RecipeParam, json_string};
 #[derive(Clone, Copy)]
 struct Row {
     number: u8,
+    /// The recipe's short name in the `lro_extract` guidance's list ("count by namespace").
+    label: &'static str,
     description: &'static str,
     program: &'static str,
     /// `jq -s`: the program reads every record as one array.
@@ -26,9 +28,10 @@ struct Row {
 }
 
 /// A recipe run on each record.
-const fn each(number: u8, description: &'static str, program: &'static str) -> Row {
+const fn each(number: u8, label: &'static str, description: &'static str, program: &'static str) -> Row {
     Row {
         number,
+        label,
         description,
         program,
         slurp: false,
@@ -38,10 +41,10 @@ const fn each(number: u8, description: &'static str, program: &'static str) -> R
 }
 
 /// A recipe run on all records at once (`jq -s`).
-const fn slurped(number: u8, description: &'static str, program: &'static str) -> Row {
+const fn slurped(number: u8, label: &'static str, description: &'static str, program: &'static str) -> Row {
     Row {
         slurp: true,
-        ..each(number, description, program)
+        ..each(number, label, description, program)
     }
 }
 
@@ -63,32 +66,48 @@ impl Row {
 }
 
 const UNIVERSAL: [Row; 8] = [
-    each(1, "List titles with namespaces", "[.title, .namespace] | @tsv").raw(),
+    each(
+        1,
+        "titles+namespaces",
+        "List titles with namespaces",
+        "[.title, .namespace] | @tsv",
+    )
+    .raw(),
     each(
         2,
+        "filter namespace",
         "Filter by namespace prefix",
         "select((.namespace // \"\") | startswith($namespace))",
     )
     .params(&[("namespace", "_semantic")]),
     each(
         3,
+        "search titles",
         "Search titles by keyword",
         "select((.title // \"\") | test($keyword; \"i\"))",
     )
     .params(&[("keyword", "keyword")]),
-    each(4, "Extract IDs and titles only", "{id, title, namespace}"),
-    each(5, "Filter by memory type", "select(.memory_type == $memory_type)").params(&[("memory_type", "semantic")]),
+    each(4, "IDs+titles", "Extract IDs and titles only", "{id, title, namespace}"),
+    each(
+        5,
+        "filter type",
+        "Filter by memory type",
+        "select(.memory_type == $memory_type)",
+    )
+    .params(&[("memory_type", "semantic")]),
     slurped(
         6,
+        "count by namespace",
         "Count by namespace",
         "group_by(.namespace) | map({namespace: .[0].namespace, count: length})",
     ),
-    each(7, "Filter by tag", "select((.tags // []) | index($tag))").params(&[("tag", "TAG")]),
-    slurped(8, "Sort by created date", "sort_by(.created)"),
+    each(7, "filter tag", "Filter by tag", "select((.tags // []) | index($tag))").params(&[("tag", "TAG")]),
+    slurped(8, "sort by date", "Sort by created date", "sort_by(.created)"),
 ];
 
 const CONTENT_SEARCH: Row = each(
     10,
+    "search content",
     "Full-text search in content (.content)",
     "select((.content // \"\") | test($pattern; \"i\"))",
 )
@@ -97,9 +116,15 @@ const CONTENT_SEARCH: Row = each(
 fn adaptive(detail: Detail) -> [Row; 2] {
     match detail {
         Detail::Light => [
-            slurped(9, "List unique namespaces", "map(.namespace) | unique"),
+            slurped(
+                9,
+                "unique namespaces",
+                "List unique namespaces",
+                "map(.namespace) | unique",
+            ),
             slurped(
                 10,
+                "count by type",
                 "Count by memory_type",
                 "group_by(.memory_type) | map({memory_type: .[0].memory_type, count: length})",
             ),
@@ -107,6 +132,7 @@ fn adaptive(detail: Detail) -> [Row; 2] {
         Detail::Medium => [
             slurped(
                 9,
+                "sort by confidence",
                 "Sort by confidence desc (.confidence)",
                 "sort_by(-(.confidence // 0))",
             ),
@@ -115,6 +141,7 @@ fn adaptive(detail: Detail) -> [Row; 2] {
         Detail::Full => [
             slurped(
                 9,
+                "sort by confidence",
                 "Sort by confidence desc (.provenance.confidence)",
                 "sort_by(-(.provenance.confidence // 0))",
             ),
@@ -127,6 +154,7 @@ fn adaptive(detail: Detail) -> [Row; 2] {
 const V1: [Row; 10] = [
     each(
         1,
+        "titles+scores",
         "List all titles with scores",
         "[.title, .provenance.confidence] | @tsv",
     )
@@ -135,6 +163,7 @@ const V1: [Row; 10] = [
     UNIVERSAL[2],
     slurped(
         4,
+        "sort by confidence",
         "Sort by confidence (descending)",
         "sort_by(-(.provenance.confidence // 0))",
     ),
@@ -142,21 +171,25 @@ const V1: [Row; 10] = [
     UNIVERSAL[4].numbered(6),
     each(
         7,
+        "with entities",
         "Get memories with entities",
         "select((.entities // []) | length > 0)",
     ),
     slurped(
         8,
+        "count by namespace",
         "Count by namespace",
         "group_by(.namespace) | map({namespace: .[0].namespace, count: length}) | sort_by(-.count)",
     ),
     slurped(
         9,
+        "top 10 by score",
         "Get top N by score",
         "sort_by(-(.provenance.confidence // 0)) | .[:10]",
     ),
     each(
         10,
+        "search content",
         "Full-text search in content",
         "select((.content // \"\") | test($pattern; \"i\"))",
     )
@@ -169,12 +202,21 @@ pub fn recipes(detail: Detail, file: Option<&str>) -> Vec<Recipe> {
     library(RecipeLibrary::V2, detail, file)
 }
 
-/// The ten recipes of `library` for `detail`.
-pub fn library(library: RecipeLibrary, detail: Detail, file: Option<&str>) -> Vec<Recipe> {
-    let rows: Vec<Row> = match library {
+fn rows(library: RecipeLibrary, detail: Detail) -> Vec<Row> {
+    match library {
         RecipeLibrary::V2 => UNIVERSAL.iter().chain(adaptive(detail).iter()).copied().collect(),
         RecipeLibrary::V1 => V1.to_vec(),
-    };
+    }
+}
+
+/// Each recipe's number and short name, as the guidance names them ("6", "count by namespace").
+pub fn labels(library: RecipeLibrary, detail: Detail) -> Vec<(u8, &'static str)> {
+    rows(library, detail).iter().map(|r| (r.number, r.label)).collect()
+}
+
+/// The ten recipes of `library` for `detail`.
+pub fn library(library: RecipeLibrary, detail: Detail, file: Option<&str>) -> Vec<Recipe> {
+    let rows = rows(library, detail);
     let quoted = file.map_or_else(|| "{file}".to_owned(), shell_quote);
     rows.iter()
         .map(
@@ -185,6 +227,7 @@ pub fn library(library: RecipeLibrary, detail: Detail, file: Option<&str>) -> Ve
                  slurp,
                  raw,
                  params,
+                 ..
              }| {
                 let mut shell_program = program.to_owned();
                 for (name, default) in params {
