@@ -97,7 +97,7 @@ def test_each_lro_ticks_its_engine_until_it_is_gone_and_no_longer(wasm, tmp_path
 
     for _ in range(6):
         others = tickers()
-        made = Lro(wasm, cache_dir=None, filter_deadline=0.05)
+        made = Lro(wasm, cache_dir=str(tmp_path / "cache"), filter_deadline=0.05)
         own = tickers() - others
         assert len(own) == 1, own
         try:
