@@ -70,7 +70,7 @@ impl<S: Clone> Clone for WithLro<S> {
         WithLro {
             inner: self.inner.clone(),
             shared: self.shared.clone(),
-            files: SessionFiles::default(),
+            files: SessionFiles::new(self.shared.offloader.handles),
         }
     }
 }
@@ -107,6 +107,7 @@ impl<S: ServerHandler> WithLro<S> {
     /// Wraps `server` with an offloader already prepared (its own runtime and configuration).
     pub fn with_offloader(server: S, offloader: Offloader) -> Result<Self, SetupError> {
         let extract_tool = offloader.extract_tool().map_err(SetupError::ToolDefinition)?;
+        let files = SessionFiles::new(offloader.handles);
         Ok(WithLro {
             inner: server,
             shared: Arc::new(Shared {
@@ -114,7 +115,7 @@ impl<S: ServerHandler> WithLro<S> {
                 extract_tool,
                 sweeper: Mutex::new(None),
             }),
-            files: SessionFiles::default(),
+            files,
         })
     }
 
@@ -283,7 +284,11 @@ impl<S: ServerHandler> ServerHandler for WithLro<S> {
             Ok(ToolOutcome::Unchanged(_)) => None,
             Ok(ToolOutcome::Offloaded(offloaded)) => {
                 self.files.remember(&tool, &offloaded.files, offloaded.tokens);
-                Some(offloaded.result)
+                Some(
+                    self.shared
+                        .offloader
+                        .name_by_handles(&offloaded.result, &offloaded.files),
+                )
             }
             Ok(ToolOutcome::Degraded(degraded)) => {
                 eprintln!("lro: {tool}: {}", degraded.warning);

@@ -18,6 +18,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use crate::{Config, Error, Runtime};
 
+pub mod handles;
 #[cfg(feature = "rmcp")]
 pub mod resources;
 
@@ -34,6 +35,10 @@ pub struct Offloader {
     pub config: Config,
     /// `lro_extract` as `tools/list` lists it: the component's definition, JSON text.
     pub tool_definition: String,
+    /// Name offloaded files by their `lro://offload/` handle instead of their path, for
+    /// clients that cannot read this machine's disk ([`handles`]). Off after
+    /// [`Offloader::prepare`].
+    pub handles: bool,
 }
 
 /// What `lro_extract` answers: the text of a `CallToolResult`'s one text block, and whether it
@@ -76,6 +81,7 @@ impl Offloader {
             runtime,
             config,
             tool_definition,
+            handles: false,
         })
     }
 
@@ -92,11 +98,29 @@ impl Offloader {
 
     /// Answers a call of `lro_extract` with these `arguments` (JSON text, passed as they came so
     /// the component checks them against its own schema).
+    /// With [`Offloader::handles`] on, `file_path` may be a handle, and an answer names files
+    /// by their handles.
     pub fn extract(&self, arguments: &str) -> ExtractAnswer {
+        let resolved;
+        let arguments = if self.handles {
+            match self.resolve_arguments(arguments) {
+                Ok(arguments) => {
+                    resolved = arguments;
+                    resolved.as_str()
+                }
+                Err(answer) => return answer,
+            }
+        } else {
+            arguments
+        };
         match self.runtime.call_tool(&self.config, arguments) {
             Ok(extracted) => ExtractAnswer {
                 text: extracted.text,
                 is_error: false,
+            },
+            Err(e) if self.handles => ExtractAnswer {
+                text: self.paths_as_handles(&error_text(&e)),
+                is_error: true,
             },
             Err(e) => ExtractAnswer {
                 text: error_text(&e),

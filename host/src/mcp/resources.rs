@@ -15,8 +15,8 @@ use rmcp::model::{ReadResourceResult, Resource, ResourceContents, ResourceTempla
 use super::{Offloader, clip, error_text};
 use crate::ExtractRequest;
 
-/// The URI prefix of offloaded files.
-pub const SCHEME: &str = "lro://offload/";
+/// The URI prefix of offloaded files (their handles' too).
+pub use super::handles::SCHEME;
 /// The template that reads any offloaded file, or a range of its records.
 pub const TEMPLATE: &str = "lro://offload/{file}{?from,to}";
 const MIME: &str = "text/plain";
@@ -34,12 +34,24 @@ struct Offloaded {
 
 /// The files offloaded in one session, listed by `resources/list` while they exist.
 #[derive(Default)]
-pub struct SessionFiles(Mutex<Vec<Offloaded>>);
+pub struct SessionFiles {
+    files: Mutex<Vec<Offloaded>>,
+    /// Descriptions name each file by its handle, not its path ([`Offloader::handles`]).
+    handles: bool,
+}
 
 impl SessionFiles {
+    /// No files yet; with `handles`, the listing names files as [`Offloader::handles`] does.
+    pub fn new(handles: bool) -> Self {
+        SessionFiles {
+            files: Mutex::default(),
+            handles,
+        }
+    }
+
     /// Records the files of one offloaded result of `tool`, about `tokens` tokens.
     pub fn remember(&self, tool: &str, paths: &[String], tokens: u32) {
-        let mut list = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut list = self.files.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         for path in paths {
             list.push(Offloaded {
                 path: path.clone(),
@@ -51,17 +63,22 @@ impl SessionFiles {
 
     /// The resources of this session's files that still exist (an expired file was swept).
     pub fn resources(&self) -> Vec<Resource> {
-        let mut files = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut files = self.files.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         files.retain(|f| Path::new(&f.path).is_file());
         files
             .iter()
             .filter_map(|f| {
                 let name = Path::new(&f.path).file_name()?.to_str()?.to_owned();
+                let shown = if self.handles {
+                    format!("{SCHEME}{name}")
+                } else {
+                    f.path.clone()
+                };
                 let resource = Resource::new(format!("{SCHEME}{name}"), name)
                     .with_title(format!("Offloaded result of {}", f.tool))
                     .with_description(format!(
                         "The result of `{}` (about {} tokens), one JSON record per line, as the descriptor's file_path {} holds it. Read a range with ?from=N&to=M.",
-                        f.tool, f.tokens, f.path
+                        f.tool, f.tokens, shown
                     ))
                     .with_mime_type(MIME)
                     .with_size(std::fs::metadata(&f.path).map_or(0, |m| m.len()));
@@ -100,6 +117,11 @@ impl Offloader {
     /// [`crate::mcp`].
     pub fn read_resource(&self, uri: &str) -> Result<ReadResourceResult, ReadError> {
         let (name, from, to) = parse(uri).map_err(ReadError::InvalidUri)?;
+        if self.handles
+            && let Some(Err(missing)) = self.resolve(&format!("{SCHEME}{name}"))
+        {
+            return Err(ReadError::NotFound(missing.to_string()));
+        }
         let path = Path::new(&self.config.output_dir).join(&name);
         // Numbers only (checked by `parse`) go into the filter, so nothing can be injected.
         let (query, slurp) = match (from, to) {
@@ -125,7 +147,10 @@ impl Offloader {
                 meta: None,
             }])),
             Err(e) => {
-                let text = format!("{}: {}", clip(uri, 200), error_text(&e));
+                let mut text = format!("{}: {}", clip(uri, 200), error_text(&e));
+                if self.handles {
+                    text = self.paths_as_handles(&text);
+                }
                 if e.kind().is_no_such_file() {
                     Err(ReadError::NotFound(text))
                 } else {
