@@ -162,6 +162,22 @@ pub struct ProxyArgs {
     /// requests already made still arrive [default: 30].
     #[arg(long, value_name = "SECONDS")]
     pub grace: Option<f64>,
+    /// Serve MCP over streamable HTTP at http://HOST:PORT/mcp to many clients at once, instead
+    /// of one client on stdin and stdout (docs/PROXY.md, "Serving remote clients").
+    #[arg(long, value_name = "HOST:PORT")]
+    pub listen: Option<String>,
+    /// With --listen: the principals, a file of `NAME TOKEN` lines; every request must send
+    /// `Authorization: Bearer TOKEN`. Without it, --listen serves loopback addresses only.
+    #[arg(long, value_name = "FILE", requires = "listen")]
+    pub tokens: Option<PathBuf>,
+    /// With --listen: the most client sessions open at once, each with its own upstream
+    /// [default: 32].
+    #[arg(long, value_name = "N", requires = "listen")]
+    pub max_sessions: Option<usize>,
+    /// With --listen: seconds after which a session with no request and no open stream is
+    /// closed, and its upstream with it [default: 600].
+    #[arg(long, value_name = "SECONDS", requires = "listen")]
+    pub idle: Option<u64>,
     /// The upstream server's command and arguments, after `--`.
     #[arg(last = true, value_name = "COMMAND")]
     pub command: Vec<String>,

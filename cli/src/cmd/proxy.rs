@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use anyhow::{Context, bail};
-use lro_cli::proxy::{self, Ending, Offloader, http, spool, upstream};
+use lro_cli::proxy::{self, Ending, Offloader, http, listen, spool, upstream};
 use reqwest::header::HeaderMap;
 
 use crate::flags::{Cli, ProxyArgs};
@@ -27,6 +27,9 @@ pub fn run(cli: &Cli, args: &ProxyArgs) -> anyhow::Result<()> {
         .enable_all()
         .build()
         .context("starting the async runtime")?;
+    if let Some(address) = &args.listen {
+        return listen(&tokio, args, address, offloader, headers, grace);
+    }
     // Large messages go to disk as they are read, in the directory the component reads.
     let spool = spool::SpoolDir::new(std::path::Path::new(&offloader.config.output_dir));
     let ending = tokio.block_on(async {
@@ -72,6 +75,64 @@ pub fn run(cli: &Cli, args: &ProxyArgs) -> anyhow::Result<()> {
         }
     };
     std::process::exit(code)
+}
+
+/// `--listen`: serves until a signal, then stops every session's upstream.
+fn listen(
+    tokio: &tokio::runtime::Runtime,
+    args: &ProxyArgs,
+    text: &str,
+    offloader: Offloader,
+    headers: HeaderMap,
+    grace: Duration,
+) -> anyhow::Result<()> {
+    let address = listen::auth::listen_address(text)?;
+    let tokens = args.tokens.as_deref().map(listen::auth::Tokens::read).transpose()?;
+    listen::auth::check_exposure(address, tokens.is_some(), text)?;
+    let max_sessions = match args.max_sessions {
+        None => 32,
+        Some(n) if (1..=10_000).contains(&n) => n,
+        Some(n) => bail!("--max-sessions must be from 1 to 10000, got {n}"),
+    };
+    let idle = match args.idle {
+        None => Duration::from_secs(600),
+        Some(s) if (1..=86_400 * 7).contains(&s) => Duration::from_secs(s),
+        Some(s) => bail!("--idle must be a number of seconds from 1 to 604800, got {s}"),
+    };
+    let upstream = match &args.url {
+        Some(url) => {
+            // Checked now, not at the first session.
+            http::connect_check(url)?;
+            listen::Upstream::Url {
+                url: url.clone(),
+                headers,
+            }
+        }
+        None if args.command.is_empty() => bail!("no upstream command given"),
+        None => listen::Upstream::Command(args.command.clone()),
+    };
+    let principals = tokens.as_ref().map(listen::auth::Tokens::len);
+    let signal = tokio.block_on(async {
+        let listener = tokio::net::TcpListener::bind(address)
+            .await
+            .with_context(|| format!("--listen {text}: cannot listen there"))?;
+        let bound = listener.local_addr().context("reading the address listened on")?;
+        match principals {
+            Some(n) => eprintln!("lro proxy: serving MCP at http://{bound}/mcp for {n} principal(s) of --tokens"),
+            None => eprintln!("lro proxy: serving MCP at http://{bound}/mcp (loopback only, no --tokens)"),
+        }
+        let setup = listen::Listen {
+            offloader,
+            upstream,
+            tokens,
+            max_sessions,
+            idle,
+            grace,
+        };
+        anyhow::Ok(listen::run(listener, setup, stop_signal()).await)
+    })?;
+    eprintln!("lro proxy: stopped by signal {signal}, and every session's upstream server with it");
+    std::process::exit(128 + signal)
 }
 
 /// The first of SIGTERM, SIGINT and SIGHUP to arrive, by number; never, if none can be watched.

@@ -32,6 +32,7 @@ mod edit;
 mod files;
 mod guard;
 pub mod http;
+pub mod listen;
 pub mod message;
 pub mod spool;
 mod spooled;
@@ -171,6 +172,7 @@ where
     });
     let (fatal_tx, mut fatal) = mpsc::unbounded_channel::<String>();
     let sweeper = Sweeper::start(&offloader);
+    let handles = offloader.handles;
 
     let mut relay = Relay {
         offloader,
@@ -179,7 +181,7 @@ where
         fatal: fatal_tx,
         pending: HashMap::new(),
         session: Session::default(),
-        files: Arc::default(),
+        files: Arc::new(SessionFiles::new(handles)),
         tasks: tasks::Tasks::default(),
         own_ids: message::OwnIds::default(),
         calls: Arc::new(tokio::sync::Semaphore::new(

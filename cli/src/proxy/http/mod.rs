@@ -44,6 +44,15 @@ pub fn parse_header(text: &str) -> anyhow::Result<(HeaderName, HeaderValue)> {
     Ok((name, value))
 }
 
+/// `url` parsed, if it is an http or https URL (what `--url` takes).
+pub fn connect_check(url: &str) -> anyhow::Result<reqwest::Url> {
+    let parsed = reqwest::Url::parse(url).with_context(|| format!("--url {url:?} is not a URL"))?;
+    if !matches!(parsed.scheme(), "http" | "https") {
+        bail!("--url {url:?}: only http and https URLs are supported");
+    }
+    Ok(parsed)
+}
+
 /// The client's `initialize` request and `notifications/initialized`, as sent.
 type Handshake = (Option<Vec<u8>>, Option<Vec<u8>>);
 
@@ -68,10 +77,7 @@ struct Shared {
 
 /// Links to the streamable HTTP endpoint `url`, sending `headers` with every request.
 pub fn connect(url: &str, headers: HeaderMap, spool: Option<SpoolDir>) -> anyhow::Result<Link> {
-    let parsed = reqwest::Url::parse(url).with_context(|| format!("--url {url:?} is not a URL"))?;
-    if !matches!(parsed.scheme(), "http" | "https") {
-        bail!("--url {url:?}: only http and https URLs are supported");
-    }
+    let parsed = connect_check(url)?;
     let client = reqwest::Client::builder()
         .connect_timeout(Duration::from_secs(10))
         .redirect(same_origin_redirects(&parsed))

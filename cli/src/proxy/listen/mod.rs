@@ -1,0 +1,532 @@
+//! `lro proxy --listen HOST:PORT`: the proxy as a streamable HTTP server at `/mcp`, for many
+//! clients at once (docs/PROXY.md, "Serving remote clients").
+//!
+//! Each client session (opened by `initialize`) gets an upstream of its own and a relay of its
+//! own: the code that serves one client over stdio (`super::serve`), fed through in-memory
+//! pipes (`session`); `reply` makes the HTTP answers. Requests are authenticated (`auth`), and
+//! each principal's offloads live in a directory of its own and are named by handles
+//! (`lro_host::mcp::handles`), so a principal reaches only its own.
+
+pub mod auth;
+mod reply;
+mod session;
+
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::future::Future;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use hyper::body::{Bytes, Incoming};
+use hyper::http::header::{ALLOW, CONTENT_TYPE, HeaderValue, WWW_AUTHENTICATE};
+use hyper::http::{HeaderMap, Method, Request, Response, StatusCode};
+use hyper_util::rt::TokioIo;
+use serde_json::Value;
+use tokio::net::TcpListener;
+use tokio::sync::mpsc;
+
+use super::message::{META_PROTOCOL_VERSION, id_key};
+use super::spool::SpoolDir;
+use super::upstream::Link;
+use super::{Ending, Offloader, http, upstream};
+use reply::{Reply, accepts, error, json_response, not_found, read_body, rpc_error};
+use session::{Refusal, Session};
+
+const SESSION_ID: &str = "mcp-session-id";
+
+/// The upstream each session connects to.
+pub enum Upstream {
+    /// A child process per session, over stdio.
+    Command(Vec<String>),
+    /// A session of its own on a streamable HTTP endpoint, with these headers.
+    Url { url: String, headers: HeaderMap },
+}
+
+/// What `--listen` serves with.
+pub struct Listen {
+    /// The offloader of the base directory: each principal's is made from it, in a
+    /// subdirectory named after the principal.
+    pub offloader: Offloader,
+    pub upstream: Upstream,
+    /// `--tokens`; without it, every request is [`auth::LOCAL`]'s (a loopback listener only).
+    pub tokens: Option<auth::Tokens>,
+    /// Sessions open at once, at most.
+    pub max_sessions: usize,
+    /// A session with no request and no open stream for this long is closed.
+    pub idle: Duration,
+    /// How long a closed session's answers still in flight are relayed.
+    pub grace: Duration,
+}
+
+struct State {
+    listen: Listen,
+    /// The listener is on a loopback address: requests must name it so (DNS rebinding).
+    loopback: bool,
+    sessions: Mutex<HashMap<String, Arc<Session>>>,
+    /// Each principal's session for 2026-07-28 requests, which carry no session id.
+    stateless: Mutex<HashMap<String, Arc<Session>>>,
+    /// Held while a stateless session starts.
+    starting: tokio::sync::Mutex<()>,
+    /// Each principal's offloader, made on its first session.
+    offloaders: tokio::sync::Mutex<HashMap<String, Offloader>>,
+}
+
+/// Serves on `listener` until `stop` resolves (to a signal's number), then stops every
+/// session's upstream child and returns the signal.
+pub async fn run(listener: TcpListener, listen: Listen, stop: impl Future<Output = i32>) -> i32 {
+    let loopback = listener.local_addr().is_ok_and(|a| a.ip().is_loopback());
+    let idle = listen.idle;
+    let state = Arc::new(State {
+        listen,
+        loopback,
+        sessions: Mutex::default(),
+        stateless: Mutex::default(),
+        starting: tokio::sync::Mutex::default(),
+        offloaders: tokio::sync::Mutex::default(),
+    });
+    let reaper = tokio::spawn(reap_idle(Arc::downgrade(&state), idle));
+    tokio::pin!(stop);
+    let signal = loop {
+        tokio::select! {
+            accepted = listener.accept() => {
+                let stream = match accepted {
+                    Ok((stream, _)) => stream,
+                    Err(e) => {
+                        // Out of descriptors, say: wait rather than spin.
+                        eprintln!("lro proxy: accepting a connection: {e}");
+                        tokio::time::sleep(Duration::from_millis(100)).await;
+                        continue;
+                    }
+                };
+                let state = state.clone();
+                tokio::spawn(async move {
+                    let service = hyper::service::service_fn(move |request| {
+                        let state = state.clone();
+                        async move { Ok::<_, Infallible>(handle(&state, request).await) }
+                    });
+                    let _ = hyper::server::conn::http1::Builder::new()
+                        .serve_connection(TokioIo::new(stream), service)
+                        .await;
+                });
+            }
+            signal = &mut stop => break signal,
+        }
+    };
+    reaper.abort();
+    let mut sessions: Vec<Arc<Session>> = lock(&state.sessions).drain().map(|(_, s)| s).collect();
+    sessions.extend(lock(&state.stateless).drain().map(|(_, s)| s));
+    // At once: each child gets its own grace to exit.
+    let stops: Vec<_> = sessions
+        .into_iter()
+        .map(|s| tokio::spawn(async move { s.stop_upstream().await }))
+        .collect();
+    for stop in stops {
+        let _ = stop.await;
+    }
+    signal
+}
+
+/// Closes sessions left idle, checking every quarter of `idle` (between 1 and 60 seconds).
+async fn reap_idle(state: std::sync::Weak<State>, idle: Duration) {
+    let every = (idle / 4).clamp(Duration::from_secs(1), Duration::from_secs(60));
+    loop {
+        tokio::time::sleep(every).await;
+        let Some(state) = state.upgrade() else { return };
+        let mut idle_ones: Vec<Arc<Session>> = Vec::new();
+        for table in [&state.sessions, &state.stateless] {
+            let mut sessions = lock(table);
+            let keys: Vec<String> = sessions
+                .iter()
+                .filter(|(_, s)| s.idle_for(idle))
+                .map(|(key, _)| key.clone())
+                .collect();
+            idle_ones.extend(keys.iter().filter_map(|key| sessions.remove(key)));
+        }
+        for session in idle_ones {
+            eprintln!(
+                "lro proxy: session {} ({}) closed after {} s without a request",
+                session.id,
+                session.principal,
+                idle.as_secs()
+            );
+            session.close();
+        }
+    }
+}
+
+async fn handle(state: &Arc<State>, request: Request<Incoming>) -> Response<Reply> {
+    if request.uri().path() != "/mcp" {
+        return error(StatusCode::NOT_FOUND, "not found: the MCP endpoint is /mcp");
+    }
+    if state.loopback
+        && let Err(why) = auth::local_request(request.headers())
+    {
+        return error(StatusCode::FORBIDDEN, &format!("Forbidden: {why}"));
+    }
+    let principal = match &state.listen.tokens {
+        None => auth::LOCAL.to_owned(),
+        Some(tokens) => match tokens.principal(request.headers()) {
+            Some(principal) => principal.to_owned(),
+            None => {
+                let mut response = error(
+                    StatusCode::UNAUTHORIZED,
+                    "Unauthorized: send `Authorization: Bearer TOKEN` with a token of the proxy's --tokens file",
+                );
+                response
+                    .headers_mut()
+                    .insert(WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+                return response;
+            }
+        },
+    };
+    match *request.method() {
+        Method::POST => post(state, principal, request).await,
+        Method::GET => get(state, &principal, request.headers()),
+        Method::DELETE => delete(state, &principal, request.headers()),
+        _ => {
+            let mut response = error(
+                StatusCode::METHOD_NOT_ALLOWED,
+                "Method not allowed: use POST, GET or DELETE",
+            );
+            response
+                .headers_mut()
+                .insert(ALLOW, HeaderValue::from_static("GET, POST, DELETE"));
+            response
+        }
+    }
+}
+
+/// A message POSTed: answers come back on an event stream of the request's own.
+async fn post(state: &Arc<State>, principal: String, request: Request<Incoming>) -> Response<Reply> {
+    let headers = request.headers().clone();
+    if !accepts(&headers, "application/json") || !accepts(&headers, "text/event-stream") {
+        return error(
+            StatusCode::NOT_ACCEPTABLE,
+            "Not Acceptable: the client must accept both application/json and text/event-stream",
+        );
+    }
+    let json = headers
+        .get(CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.trim_start().to_ascii_lowercase().starts_with("application/json"));
+    if !json {
+        return error(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "Unsupported Media Type: the body must be application/json",
+        );
+    }
+    let body = match read_body(request.into_body()).await {
+        Ok(body) => body,
+        Err(response) => return response,
+    };
+    let value: Value = match super::message::parse(std::str::from_utf8(&body).unwrap_or("\u{0}")) {
+        Ok(value) => value,
+        Err(e) => return rpc_error(StatusCode::BAD_REQUEST, -32700, &format!("Parse error: {e}")),
+    };
+    let messages: Vec<&Value> = match &value {
+        Value::Array(batch) if !batch.is_empty() => batch.iter().collect(),
+        Value::Object(_) => vec![&value],
+        _ => {
+            return rpc_error(
+                StatusCode::BAD_REQUEST,
+                -32600,
+                "Invalid Request: expected a JSON-RPC message (an object) or a batch of them",
+            );
+        }
+    };
+    let modern = messages.iter().any(|m| {
+        m.get("params")
+            .and_then(|p| p.get("_meta"))
+            .and_then(|m| m.get(META_PROTOCOL_VERSION))
+            .is_some()
+    });
+    let mut requests = Vec::new();
+    let mut initialize = false;
+    for message in &messages {
+        if let (Some(id), Some(method)) = (message.get("id"), message.get("method").and_then(Value::as_str)) {
+            let Ok(raw) = serde_json::value::to_raw_value(id) else {
+                continue;
+            };
+            requests.push(id_key(&raw));
+            initialize |= method == "initialize";
+        }
+    }
+    // One line for the relay: JSON that parsed has no newline inside a string, so each one is
+    // whitespace between tokens.
+    let line: Vec<u8> = body
+        .iter()
+        .map(|&b| if b == b'\n' || b == b'\r' { b' ' } else { b })
+        .collect();
+    let given = headers.get(SESSION_ID).and_then(|v| v.to_str().ok());
+    if given.is_none() && modern && !initialize {
+        if messages.len() > 1 {
+            return rpc_error(
+                StatusCode::BAD_REQUEST,
+                -32600,
+                "Invalid Request: 2026-07-28 has no batches",
+            );
+        }
+        let session = match stateless_for(state, principal).await {
+            Ok(session) => session,
+            Err(response) => return response,
+        };
+        let sent = session.send_stateless(line, messages[0]).await;
+        return answer(sent, &session, false);
+    }
+    let (session, opened) = if initialize {
+        if messages.len() > 1 {
+            return rpc_error(
+                StatusCode::BAD_REQUEST,
+                -32600,
+                "Invalid Request: initialize must be sent alone",
+            );
+        }
+        if given.is_some() {
+            return rpc_error(
+                StatusCode::BAD_REQUEST,
+                -32600,
+                "Invalid Request: this session is initialized already; send initialize without Mcp-Session-Id to open a new one",
+            );
+        }
+        match open(state, principal).await {
+            Ok(session) => (session, true),
+            Err(response) => return response,
+        }
+    } else {
+        let Some(id) = given else {
+            return rpc_error(
+                StatusCode::BAD_REQUEST,
+                -32000,
+                "Bad Request: Mcp-Session-Id header is required; this proxy serves sessions opened by initialize",
+            );
+        };
+        match find(state, &principal, id) {
+            Some(session) => (session, false),
+            None => return not_found(),
+        }
+    };
+    let sent = session.send(line, &requests).await;
+    answer(sent, &session, opened)
+}
+
+/// The HTTP answer to a POST the session took: its answers' event stream, or 202 when it
+/// holds no request.
+fn answer(sent: Result<Option<mpsc::Receiver<Bytes>>, Refusal>, session: &Session, opened: bool) -> Response<Reply> {
+    match sent {
+        Ok(Some(events)) => {
+            let mut response = Response::new(Reply::Events(events));
+            let headers = response.headers_mut();
+            headers.insert(CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
+            headers.insert("cache-control", HeaderValue::from_static("no-cache"));
+            if opened && let Ok(id) = HeaderValue::from_str(&session.id) {
+                headers.insert(SESSION_ID, id);
+            }
+            response
+        }
+        Ok(None) => {
+            let mut response = Response::new(Reply::Full(None));
+            *response.status_mut() = StatusCode::ACCEPTED;
+            response
+        }
+        Err(Refusal::Closed) => not_found(),
+        Err(Refusal::IdInUse(id)) => {
+            let text = format!("Invalid Request: request id {id} is already in flight in this session");
+            let body = serde_json::json!({"jsonrpc": "2.0", "error": {"code": -32600, "message": text}, "id": serde_json::from_str::<Value>(&id).unwrap_or(Value::Null)});
+            json_response(StatusCode::BAD_REQUEST, &body)
+        }
+    }
+}
+
+/// The session's stream of the server's own messages.
+fn get(state: &Arc<State>, principal: &str, headers: &HeaderMap) -> Response<Reply> {
+    if !accepts(headers, "text/event-stream") {
+        return error(
+            StatusCode::NOT_ACCEPTABLE,
+            "Not Acceptable: the client must accept text/event-stream",
+        );
+    }
+    let Some(id) = headers.get(SESSION_ID).and_then(|v| v.to_str().ok()) else {
+        return error(
+            StatusCode::BAD_REQUEST,
+            "Bad Request: Mcp-Session-Id header is required",
+        );
+    };
+    let Some(session) = find(state, principal, id) else {
+        return not_found();
+    };
+    match session.listen() {
+        Some(events) => {
+            let mut response = Response::new(Reply::Events(events));
+            response
+                .headers_mut()
+                .insert(CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
+            response
+                .headers_mut()
+                .insert("cache-control", HeaderValue::from_static("no-cache"));
+            response
+        }
+        None => error(
+            StatusCode::CONFLICT,
+            "Conflict: only one GET stream is allowed per session",
+        ),
+    }
+}
+
+/// Ends a session at once.
+fn delete(state: &Arc<State>, principal: &str, headers: &HeaderMap) -> Response<Reply> {
+    let Some(id) = headers.get(SESSION_ID).and_then(|v| v.to_str().ok()) else {
+        return error(
+            StatusCode::BAD_REQUEST,
+            "Bad Request: Mcp-Session-Id header is required",
+        );
+    };
+    let session = {
+        let mut sessions = lock(&state.sessions);
+        match sessions.get(id) {
+            Some(s) if s.principal == principal => sessions.remove(id),
+            _ => None,
+        }
+    };
+    match session {
+        Some(session) => {
+            session.close();
+            Response::new(Reply::Full(None))
+        }
+        None => not_found(),
+    }
+}
+
+/// The session `id`, if it is open and `principal`'s: another principal's is not found, as a
+/// session that never existed is not.
+fn find(state: &State, principal: &str, id: &str) -> Option<Arc<Session>> {
+    lock(&state.sessions)
+        .get(id)
+        .filter(|s| s.principal == principal && !s.ended())
+        .cloned()
+}
+
+/// Opens a session for `principal`: its offloader, an upstream, a relay.
+async fn open(state: &Arc<State>, principal: String) -> Result<Arc<Session>, Response<Reply>> {
+    let session = start(state, principal, None).await?;
+    lock(&state.sessions).insert(session.id.clone(), session.clone());
+    Ok(session)
+}
+
+/// `principal`'s session for 2026-07-28 requests, started on its first one.
+async fn stateless_for(state: &Arc<State>, principal: String) -> Result<Arc<Session>, Response<Reply>> {
+    // Held while starting, so two first requests at once start one session.
+    let _starting = state.starting.lock().await;
+    if let Some(session) = lock(&state.stateless).get(&principal).filter(|s| !s.ended()) {
+        return Ok(session.clone());
+    }
+    let session = start(state, principal.clone(), Some(format!("stateless:{principal}"))).await?;
+    lock(&state.stateless).insert(principal, session.clone());
+    Ok(session)
+}
+
+/// Starts a session's upstream and relay: a new session id, or `stateless` (the id it is
+/// logged under) for a principal's 2026-07-28 requests.
+async fn start(
+    state: &Arc<State>,
+    principal: String,
+    stateless: Option<String>,
+) -> Result<Arc<Session>, Response<Reply>> {
+    let max = state.listen.max_sessions;
+    if lock(&state.sessions).len() + lock(&state.stateless).len() >= max {
+        return Err(rpc_error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            -32000,
+            &format!(
+                "Service Unavailable: {max} sessions are open, the most this proxy serves at once (--max-sessions); close one (DELETE), or start the proxy with a larger --max-sessions"
+            ),
+        ));
+    }
+    let offloader = offloader_for(state, &principal).await.map_err(|e| {
+        rpc_error(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            -32603,
+            &format!("Internal error: preparing {principal}'s offload directory: {e}"),
+        )
+    })?;
+    let spool = SpoolDir::new(Path::new(&offloader.config.output_dir));
+    let link: anyhow::Result<Link> = match &state.listen.upstream {
+        Upstream::Command(command) => upstream::spawn(command, Some(spool)),
+        Upstream::Url { url, headers } => http::connect(url, headers.clone(), Some(spool)),
+    };
+    let link = link.map_err(|e| {
+        rpc_error(
+            StatusCode::BAD_GATEWAY,
+            -32603,
+            &format!("Bad Gateway: starting the upstream server: {e:#}"),
+        )
+    })?;
+    let is_stateless = stateless.is_some();
+    let id = stateless.unwrap_or_else(session_id);
+    let weak = Arc::downgrade(state);
+    let session = Session::start(
+        id,
+        is_stateless,
+        principal,
+        offloader,
+        link,
+        state.listen.grace,
+        move |session, ending| {
+            if let Some(state) = weak.upgrade() {
+                let (table, key) = if is_stateless {
+                    (&state.stateless, &session.principal)
+                } else {
+                    (&state.sessions, &session.id)
+                };
+                let mut sessions = lock(table);
+                if sessions.get(key).is_some_and(|s| std::ptr::eq(s.as_ref(), session)) {
+                    sessions.remove(key);
+                }
+            }
+            if let Ending::UpstreamDied(reason) | Ending::Refused(reason) = ending {
+                eprintln!(
+                    "lro proxy: session {} ({}) ended: {reason}",
+                    session.id, session.principal
+                );
+            }
+        },
+    );
+    Ok(session)
+}
+
+/// The offloader of `principal`'s directory (`<output_dir>/<principal>`), made and swept on
+/// its first use; its descriptors name files by handle.
+async fn offloader_for(state: &State, principal: &str) -> Result<Offloader, String> {
+    let mut offloaders = state.offloaders.lock().await;
+    if let Some(offloader) = offloaders.get(principal) {
+        return Ok(offloader.clone());
+    }
+    let base = &state.listen.offloader;
+    let mut config = base.config.clone();
+    config.output_dir = Path::new(&base.config.output_dir)
+        .join(principal)
+        .to_string_lossy()
+        .into_owned();
+    let runtime = base.runtime.clone();
+    let prepared = tokio::task::spawn_blocking(move || Offloader::prepare(runtime, config))
+        .await
+        .map_err(|e| e.to_string())?
+        .map_err(|e| e.to_string())?;
+    let offloader = Offloader {
+        handles: true,
+        ..prepared
+    };
+    offloaders.insert(principal.to_owned(), offloader.clone());
+    Ok(offloader)
+}
+
+/// A new session id: 160 random bits (two ULIDs' randomness, from the operating system's
+/// generator through `rand`), as hex.
+fn session_id() -> String {
+    let (a, b) = (ulid::Ulid::generate(), ulid::Ulid::generate());
+    format!("{:020x}{:020x}", a.random(), b.random())
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
