@@ -157,7 +157,9 @@ impl Session {
     /// open (a client holding its GET stream open is still there).
     pub fn idle_for(&self, idle: Duration) -> bool {
         let routes = lock(&self.routes);
-        let streams_open = !routes.posts.is_empty() || routes.get.as_ref().is_some_and(|g| !g.is_closed());
+        // A POST whose client left, and whose answer never came, does not keep a session.
+        let streams_open =
+            routes.posts.values().any(|(tx, _)| !tx.is_closed()) || routes.get.as_ref().is_some_and(|g| !g.is_closed());
         !streams_open && lock(&self.last_used).elapsed() >= idle
     }
 
