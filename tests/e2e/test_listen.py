@@ -193,6 +193,8 @@ def test_each_principal_reaches_its_own_offloads_only(started, tmp_path):
             for path in [f"lro://offload/../alice/{alices[0].name}", str(alices[0])]:
                 answer = await count(bob, path)
                 assert answer.is_error and "200" not in answer.content[0].text, (path, answer)
+                # The answer names no directory of the proxy's machine but what bob sent.
+                assert str(proxy.out / "bob") not in answer.content[0].text, answer.content[0].text
 
     run(around())
     # Alice's session id in bob's hands is no session at all.
@@ -226,6 +228,39 @@ def test_a_loopback_listener_refuses_other_hosts_and_origins(started):
         assert answer.status_code == 403, answer.text
         assert "DNS rebinding" in answer.json()["error"]["message"]
     assert httpx2.post(proxy.url, headers={**HEADERS, "origin": "http://localhost:5173"}, json=INITIALIZE).status_code == 200
+
+
+def test_with_tokens_a_reverse_proxys_host_is_served(started, tmp_path):
+    # A TLS proxy in front forwards the client's Host; the token, not the Host, is the check.
+    proxy = started("--tokens", str(tokens_file(tmp_path)))
+    headers = {**HEADERS, "authorization": f"Bearer {ALICE}", "host": "mcp.example.com", "origin": "https://app.example.com"}
+    assert httpx2.post(proxy.url, headers=headers, json=INITIALIZE).status_code == 200
+
+
+def test_ids_that_could_not_be_routed_are_refused(started):
+    proxy = started()
+    opened = httpx2.post(proxy.url, headers=HEADERS, json=INITIALIZE)
+    session = {**HEADERS, "mcp-session-id": opened.headers["mcp-session-id"]}
+    twice = [{"jsonrpc": "2.0", "id": 7, "method": "tools/list"}, {"jsonrpc": "2.0", "id": 7, "method": "tools/list"}]
+    for body, wanted in [(twice, "the id 7 is used twice"),
+                         ({"jsonrpc": "2.0", "id": None, "method": "tools/list"}, "must be a string or a number"),
+                         ({"jsonrpc": "2.0", "id": [1], "method": "tools/list"}, "must be a string or a number")]:
+        answer = httpx2.post(proxy.url, headers=session, json=body, timeout=10)
+        assert answer.status_code == 400 and wanted in answer.json()["error"]["message"], answer.text
+    # The session still answers.
+    listed = httpx2.post(proxy.url, headers=session, json={"jsonrpc": "2.0", "id": 8, "method": "tools/list"}, timeout=10)
+    assert listed.status_code == 200 and "recall_memories" in listed.text
+
+
+def test_a_burst_of_sessions_never_starts_more_upstreams_than_allowed(started):
+    from concurrent.futures import ThreadPoolExecutor
+
+    proxy = started("--max-sessions", "2")
+    with ThreadPoolExecutor(8) as pool:
+        statuses = list(pool.map(lambda _: httpx2.post(proxy.url, headers=HEADERS, json=INITIALIZE, timeout=30).status_code,
+                                 range(8)))
+    assert sorted(statuses) == [200, 200] + [503] * 6, statuses
+    assert len(proxy.children()) == 2
 
 
 def test_the_network_is_not_served_without_tokens_and_bad_setups_say_why(tmp_path):
@@ -307,9 +342,18 @@ def test_sessions_are_bounded_and_deleting_one_frees_its_place(started):
                 async with client(proxy.url, "legacy") as second:
                     await second.list_tools()
             assert "1 sessions are open, the most this proxy serves at once (--max-sessions)" in messages(refused.value)
-        # The first client's exit DELETEd its session.
-        async with client(proxy.url, "legacy") as third:
-            assert "recall_memories" in [t.name for t in (await third.list_tools()).tools]
+        # The first client's exit DELETEd its session; its place is free once its upstream has
+        # stopped (the upstream of a closed session still counts, so the bound holds).
+        deadline = time.monotonic() + 15
+        while True:
+            try:
+                async with client(proxy.url, "legacy") as third:
+                    assert "recall_memories" in [t.name for t in (await third.list_tools()).tools]
+                    return
+            except Exception as e:
+                if "sessions are open" not in messages(e) or time.monotonic() > deadline:
+                    raise
+                await asyncio.sleep(0.5)
 
     run(main())
 

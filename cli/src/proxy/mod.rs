@@ -184,9 +184,7 @@ where
         files: Arc::new(SessionFiles::new(handles)),
         tasks: tasks::Tasks::default(),
         own_ids: message::OwnIds::default(),
-        calls: Arc::new(tokio::sync::Semaphore::new(
-            std::thread::available_parallelism().map_or(2, |n| n.get().max(2)),
-        )),
+        calls: component_slots(),
     };
     // Clones to wait for room on while `relay` is borrowed by the branch that runs.
     let (down_room, up_room) = (relay.down.clone(), relay.up.clone());
@@ -252,10 +250,23 @@ struct Relay {
     files: Arc<SessionFiles>,
     tasks: tasks::Tasks,
     own_ids: message::OwnIds,
-    /// Component calls running at once (intercept, extract, list, read): each may use the
-    /// component's whole memory limit, so a client that sends many large calls at once gets
-    /// them done a few at a time instead of exhausting the machine.
+    /// Component calls running at once (intercept, extract, list, read), [`component_slots`].
     calls: Arc<tokio::sync::Semaphore>,
+}
+
+/// The slots for component calls, one per core (at least two), shared by every relay of the
+/// process: each call may use the component's whole memory limit, so many large calls at once,
+/// from one client or from the many sessions of `--listen`, are done a few at a time instead
+/// of exhausting the machine.
+fn component_slots() -> Arc<tokio::sync::Semaphore> {
+    static SLOTS: std::sync::OnceLock<Arc<tokio::sync::Semaphore>> = std::sync::OnceLock::new();
+    SLOTS
+        .get_or_init(|| {
+            Arc::new(tokio::sync::Semaphore::new(
+                std::thread::available_parallelism().map_or(2, |n| n.get().max(2)),
+            ))
+        })
+        .clone()
 }
 
 /// Sends on a bounded channel without blocking the relay: the relay only takes a message when

@@ -131,8 +131,9 @@ impl Offloader {
     /// `text` (an answer of the component's) with paths of this offloader's directory written
     /// as handles, so that a remote client reads only names it can use.
     pub(super) fn paths_as_handles(&self, text: &str) -> String {
-        let directory = format!("{}/", self.config.output_dir.trim_end_matches('/'));
-        text.replace(&directory, SCHEME)
+        let directory = self.config.output_dir.trim_end_matches('/');
+        text.replace(&format!("{directory}/"), SCHEME)
+            .replace(directory, SCHEME.trim_end_matches('/'))
     }
 }
 

@@ -47,8 +47,9 @@ impl Tokens {
                     token.len()
                 );
             }
-            if tokens.iter().any(|(n, _)| n == name) {
-                bail!("line {number}: the name {name} is given twice");
+            // Names are directory names, which some file systems (macOS's) compare ignoring case.
+            if tokens.iter().any(|(n, _)| n.eq_ignore_ascii_case(name)) {
+                bail!("line {number}: the name {name} is given twice (names are compared ignoring case)");
             }
             if tokens.iter().any(|(_, t)| t == token.as_bytes()) {
                 bail!("line {number}: {name}'s token is another name's too; each principal needs its own");
@@ -101,9 +102,14 @@ fn bearer(headers: &HeaderMap) -> Option<&[u8]> {
     scheme.eq_ignore_ascii_case(b"bearer ").then(|| value[7..].trim_ascii())
 }
 
-/// Equal bytes, compared without an early exit.
+/// Equal bytes, compared in time that depends on neither their contents nor which is longer
+/// (every byte of the longer one is read).
 fn same(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+    let mut differ = u8::from(a.len() != b.len());
+    for i in 0..a.len().max(b.len()) {
+        differ |= a.get(i).copied().unwrap_or(0) ^ b.get(i).copied().unwrap_or(0);
+    }
+    differ == 0
 }
 
 /// Where to listen: `HOST:PORT` with an IP address or `localhost` as the host.
@@ -217,6 +223,10 @@ mod tests {
             (
                 format!("alice {A}\nalice {B}\n"),
                 "line 2: the name alice is given twice",
+            ),
+            (
+                format!("alice {A}\nAlice {B}\n"),
+                "line 2: the name Alice is given twice",
             ),
             (
                 format!("alice {A}\nbob {A}\n"),

@@ -15,13 +15,14 @@ use std::collections::HashMap;
 use std::convert::Infallible;
 use std::future::Future;
 use std::path::Path;
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use hyper::body::{Bytes, Incoming};
 use hyper::http::header::{ALLOW, CONTENT_TYPE, HeaderValue, WWW_AUTHENTICATE};
 use hyper::http::{HeaderMap, Method, Request, Response, StatusCode};
-use hyper_util::rt::TokioIo;
+use hyper_util::rt::{TokioIo, TokioTimer};
 use serde_json::Value;
 use tokio::net::TcpListener;
 use tokio::sync::mpsc;
@@ -34,6 +35,10 @@ use reply::{Reply, accepts, error, json_response, not_found, read_body, rpc_erro
 use session::{Refusal, Session};
 
 const SESSION_ID: &str = "mcp-session-id";
+/// Connections served at once.
+const MAX_CONNECTIONS: usize = 1024;
+/// The longest a client may take to send a request's headers.
+const HEADER_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// The upstream each session connects to.
 pub enum Upstream {
@@ -68,6 +73,10 @@ struct State {
     stateless: Mutex<HashMap<String, Arc<Session>>>,
     /// Held while a stateless session starts.
     starting: tokio::sync::Mutex<()>,
+    /// Relays running, each with its upstream: counted from before a session starts until its
+    /// relay has ended (a closed session still answers what is in flight for its grace period),
+    /// and bounded by `--max-sessions`.
+    live: std::sync::atomic::AtomicUsize,
     /// Each principal's offloader, made on its first session.
     offloaders: tokio::sync::Mutex<HashMap<String, Offloader>>,
 }
@@ -83,31 +92,32 @@ pub async fn run(listener: TcpListener, listen: Listen, stop: impl Future<Output
         sessions: Mutex::default(),
         stateless: Mutex::default(),
         starting: tokio::sync::Mutex::default(),
+        live: std::sync::atomic::AtomicUsize::new(0),
         offloaders: tokio::sync::Mutex::default(),
     });
     let reaper = tokio::spawn(reap_idle(Arc::downgrade(&state), idle));
+    let connections = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
     tokio::pin!(stop);
     let signal = loop {
         tokio::select! {
-            accepted = listener.accept() => {
-                let stream = match accepted {
-                    Ok((stream, _)) => stream,
-                    Err(e) => {
-                        // Out of descriptors, say: wait rather than spin.
-                        eprintln!("lro proxy: accepting a connection: {e}");
-                        tokio::time::sleep(Duration::from_millis(100)).await;
-                        continue;
-                    }
-                };
+            // At most MAX_CONNECTIONS at once: beyond that, connections wait in the backlog
+            // instead of taking the descriptors that upstreams and files need.
+            accepted = accept(&listener, &connections) => {
+                let Some((stream, permit)) = accepted else { continue };
                 let state = state.clone();
                 tokio::spawn(async move {
                     let service = hyper::service::service_fn(move |request| {
                         let state = state.clone();
                         async move { Ok::<_, Infallible>(handle(&state, request).await) }
                     });
+                    // A connection that sends its headers slower than this is dropped before
+                    // anyone is authenticated (hyper applies the timeout only with a timer).
                     let _ = hyper::server::conn::http1::Builder::new()
+                        .timer(TokioTimer::new())
+                        .header_read_timeout(HEADER_TIMEOUT)
                         .serve_connection(TokioIo::new(stream), service)
                         .await;
+                    drop(permit);
                 });
             }
             signal = &mut stop => break signal,
@@ -125,6 +135,23 @@ pub async fn run(listener: TcpListener, listen: Listen, stop: impl Future<Output
         let _ = stop.await;
     }
     signal
+}
+
+/// The next connection, once fewer than [`MAX_CONNECTIONS`] are open; `None` after a failed
+/// accept (out of descriptors, say), having waited a moment rather than spin.
+async fn accept(
+    listener: &TcpListener,
+    connections: &Arc<tokio::sync::Semaphore>,
+) -> Option<(tokio::net::TcpStream, tokio::sync::OwnedSemaphorePermit)> {
+    let permit = connections.clone().acquire_owned().await.ok()?;
+    match listener.accept().await {
+        Ok((stream, _)) => Some((stream, permit)),
+        Err(e) => {
+            eprintln!("lro proxy: accepting a connection: {e}");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            None
+        }
+    }
 }
 
 /// Closes sessions left idle, checking every quarter of `idle` (between 1 and 60 seconds).
@@ -159,7 +186,11 @@ async fn handle(state: &Arc<State>, request: Request<Incoming>) -> Response<Repl
     if request.uri().path() != "/mcp" {
         return error(StatusCode::NOT_FOUND, "not found: the MCP endpoint is /mcp");
     }
+    // DNS rebinding: a page in the user's browser reaching a loopback listener that asks for
+    // no credentials. With tokens, such a page has none to send (and a reverse proxy in front
+    // forwards its own Host), so the check is for a listener without them.
     if state.loopback
+        && state.listen.tokens.is_none()
         && let Err(why) = auth::local_request(request.headers())
     {
         return error(StatusCode::FORBIDDEN, &format!("Forbidden: {why}"));
@@ -245,10 +276,27 @@ async fn post(state: &Arc<State>, principal: String, request: Request<Incoming>)
     let mut initialize = false;
     for message in &messages {
         if let (Some(id), Some(method)) = (message.get("id"), message.get("method").and_then(Value::as_str)) {
+            // An answer is routed by its id: one that cannot be told apart, or that JSON-RPC
+            // does not allow, would leave its stream waiting for ever.
+            if !(id.is_string() || id.is_number()) {
+                return rpc_error(
+                    StatusCode::BAD_REQUEST,
+                    -32600,
+                    "Invalid Request: a request's id must be a string or a number",
+                );
+            }
             let Ok(raw) = serde_json::value::to_raw_value(id) else {
                 continue;
             };
-            requests.push(id_key(&raw));
+            let key = id_key(&raw);
+            if requests.contains(&key) {
+                return rpc_error(
+                    StatusCode::BAD_REQUEST,
+                    -32600,
+                    &format!("Invalid Request: the id {key} is used twice in this batch"),
+                );
+            }
+            requests.push(key);
             initialize |= method == "initialize";
         }
     }
@@ -267,12 +315,29 @@ async fn post(state: &Arc<State>, principal: String, request: Request<Incoming>)
                 "Invalid Request: 2026-07-28 has no batches",
             );
         }
-        let session = match stateless_for(state, principal).await {
-            Ok(session) => session,
-            Err(response) => return response,
-        };
-        let sent = session.send_stateless(line, messages[0]).await;
-        return answer(sent, &session, false);
+        // A stateless session closed meanwhile (idle, or its upstream died) is replaced once:
+        // the client named no session, so "not found" would mean nothing to it.
+        for retry in [false, true] {
+            let session = match stateless_for(state, principal.clone()).await {
+                Ok(session) => session,
+                Err(response) => return response,
+            };
+            match session.send_stateless(line.clone(), messages[0]).await {
+                Err(Refusal::Closed) if !retry => {
+                    let mut stateless = lock(&state.stateless);
+                    if stateless.get(&principal).is_some_and(|s| Arc::ptr_eq(s, &session)) {
+                        stateless.remove(&principal);
+                    }
+                }
+                Err(Refusal::Closed) => break,
+                sent => return answer(sent, &session, false),
+            }
+        }
+        return rpc_error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            -32000,
+            "Service Unavailable: the upstream session closed while the request was sent; send it again",
+        );
     }
     let (session, opened) = if initialize {
         if messages.len() > 1 {
@@ -433,34 +498,46 @@ async fn start(
     stateless: Option<String>,
 ) -> Result<Arc<Session>, Response<Reply>> {
     let max = state.listen.max_sessions;
-    if lock(&state.sessions).len() + lock(&state.stateless).len() >= max {
+    if state.live.fetch_add(1, Ordering::SeqCst) >= max {
+        state.live.fetch_sub(1, Ordering::SeqCst);
         return Err(rpc_error(
             StatusCode::SERVICE_UNAVAILABLE,
             -32000,
             &format!(
-                "Service Unavailable: {max} sessions are open, the most this proxy serves at once (--max-sessions); close one (DELETE), or start the proxy with a larger --max-sessions"
+                "Service Unavailable: {max} sessions are open, the most this proxy serves at once (--max-sessions); close one (DELETE: its place is free once its upstream has stopped), or start the proxy with a larger --max-sessions"
             ),
         ));
     }
-    let offloader = offloader_for(state, &principal).await.map_err(|e| {
-        rpc_error(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            -32603,
-            &format!("Internal error: preparing {principal}'s offload directory: {e}"),
-        )
-    })?;
-    let spool = SpoolDir::new(Path::new(&offloader.config.output_dir));
-    let link: anyhow::Result<Link> = match &state.listen.upstream {
-        Upstream::Command(command) => upstream::spawn(command, Some(spool)),
-        Upstream::Url { url, headers } => http::connect(url, headers.clone(), Some(spool)),
+    let prepared = async {
+        let offloader = offloader_for(state, &principal).await.map_err(|e| {
+            rpc_error(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                -32603,
+                &format!("Internal error: preparing {principal}'s offload directory: {e}"),
+            )
+        })?;
+        let spool = SpoolDir::new(Path::new(&offloader.config.output_dir));
+        let link: anyhow::Result<Link> = match &state.listen.upstream {
+            Upstream::Command(command) => upstream::spawn(command, Some(spool)),
+            Upstream::Url { url, headers } => http::connect(url, headers.clone(), Some(spool)),
+        };
+        let link = link.map_err(|e| {
+            rpc_error(
+                StatusCode::BAD_GATEWAY,
+                -32603,
+                &format!("Bad Gateway: starting the upstream server: {e:#}"),
+            )
+        })?;
+        Ok((offloader, link))
+    }
+    .await;
+    let (offloader, link) = match prepared {
+        Ok(prepared) => prepared,
+        Err(response) => {
+            state.live.fetch_sub(1, Ordering::SeqCst);
+            return Err(response);
+        }
     };
-    let link = link.map_err(|e| {
-        rpc_error(
-            StatusCode::BAD_GATEWAY,
-            -32603,
-            &format!("Bad Gateway: starting the upstream server: {e:#}"),
-        )
-    })?;
     let is_stateless = stateless.is_some();
     let id = stateless.unwrap_or_else(session_id);
     let weak = Arc::downgrade(state);
@@ -473,6 +550,7 @@ async fn start(
         state.listen.grace,
         move |session, ending| {
             if let Some(state) = weak.upgrade() {
+                state.live.fetch_sub(1, Ordering::SeqCst);
                 let (table, key) = if is_stateless {
                     (&state.stateless, &session.principal)
                 } else {

@@ -11,8 +11,9 @@ use hyper::http::{HeaderMap, Response, StatusCode};
 use serde_json::Value;
 use tokio::sync::mpsc;
 
-/// The largest request body taken: a tool call's arguments, far beyond any real one.
-const MAX_BODY: usize = 64 << 20;
+/// The largest request body taken: a tool call's arguments, far beyond any real one, and small
+/// enough that parsing it (to route it) stays cheap.
+const MAX_BODY: usize = 16 << 20;
 
 /// Whether the `Accept` header takes `kind` (or anything); a request without one takes all.
 pub fn accepts(headers: &HeaderMap, kind: &str) -> bool {

@@ -31,6 +31,8 @@ const PARKED: usize = 256;
 const EVENTS: usize = 16;
 /// The pipes between the HTTP side and the relay.
 const PIPE: usize = 64 * 1024;
+/// How long the router waits for a client to read before giving up its stream.
+const SEND_WAIT: Duration = Duration::from_secs(30);
 
 /// An open session.
 pub struct Session {
@@ -293,6 +295,8 @@ impl Session {
                     if *left == 0 {
                         routes.posts.remove(&number);
                         routes.tokens.retain(|_, (n, _)| *n != number);
+                        // The idle clock runs from the last answer, not from the request.
+                        self.touch();
                     }
                     if let Some(client) = client
                         && let Some(mut object) = std::str::from_utf8(line).ok().and_then(Object::parse)
@@ -308,10 +312,13 @@ impl Session {
                     routes.posts.get(&number).map(|(tx, _)| tx.clone())
                 }
                 None if self.stateless => {
-                    // Nothing ties it to a request, and 2026-07-28 has no stream of the
-                    // server's own: the newest request's stream is the only place a client
-                    // may read it.
-                    routes.posts.values().next_back().map(|(tx, _)| tx.clone())
+                    // An answer or progress of a request whose client left belongs to nobody
+                    // else. Anything else of the server's own: 2026-07-28 has no stream for
+                    // it, so the newest request's stream is the only place a client may read it.
+                    if answer.is_some() || has_progress_token(line) {
+                        return;
+                    }
+                    newest_open(&routes)
                 }
                 None => {
                     // An answer to no waiting request (one whose client left) is dropped; a
@@ -322,7 +329,7 @@ impl Session {
                     let open = |tx: &mpsc::Sender<Bytes>| !tx.is_closed();
                     match routes.get.clone().filter(open) {
                         Some(get) => Some(get),
-                        None => match routes.posts.values().next_back().map(|(tx, _)| tx.clone()) {
+                        None => match newest_open(&routes) {
                             Some(post) => Some(post),
                             None => {
                                 if routes.parked.len() == PARKED {
@@ -336,11 +343,15 @@ impl Session {
                 }
             }
         };
+        // A client that stops reading (but keeps its connection) loses its stream after a
+        // while, rather than holding up the session's other streams (in a stateless session,
+        // every client of the principal).
         if let Some(tx) = target
-            && tx.send(event).await.is_err()
+            && !matches!(tokio::time::timeout(SEND_WAIT, tx.send(event)).await, Ok(Ok(())))
         {
             // Its client left: forget what it waited for.
             let mut routes = lock(&self.routes);
+            routes.posts.retain(|_, (post, _)| !post.same_channel(&tx));
             routes.posts.retain(|_, (post, _)| !post.is_closed());
             let alive: Vec<u64> = routes.posts.keys().copied().collect();
             routes.waiting.retain(|_, (number, _)| alive.contains(number));
@@ -351,6 +362,20 @@ impl Session {
     /// Ends every open stream: the relay has ended.
     fn close_streams(&self) {
         let mut routes = lock(&self.routes);
+        // A request the relay took but never answered gets an answer that says so, rather than
+        // a stream that ends empty.
+        let waiting: Vec<(String, (u64, Option<String>))> = routes.waiting.drain().collect();
+        for (key, (number, client)) in waiting {
+            let id = client.unwrap_or(key);
+            let answer = message::error_response(
+                &id,
+                message::ErrorCode::INTERNAL_ERROR,
+                "lro proxy: the session ended before the upstream answered this request",
+            );
+            if let Some((tx, _)) = routes.posts.get(&number) {
+                let _ = tx.try_send(event(&answer));
+            }
+        }
         routes.posts.clear();
         routes.waiting.clear();
         routes.tokens.clear();
@@ -377,11 +402,32 @@ fn related(routes: &Routes, line: &[u8]) -> Option<(u64, Vec<u8>)> {
     Some((*number, message::with_params(line, &params)?))
 }
 
-/// One message as a server-sent event.
+/// The newest POST stream whose client still reads it.
+fn newest_open(routes: &Routes) -> Option<mpsc::Sender<Bytes>> {
+    routes
+        .posts
+        .values()
+        .rev()
+        .find(|(tx, _)| !tx.is_closed())
+        .map(|(tx, _)| tx.clone())
+}
+
+/// Whether a message's params carry a progress token (on a stateless session, always one of
+/// the proxy's own).
+fn has_progress_token(line: &[u8]) -> bool {
+    std::str::from_utf8(line)
+        .ok()
+        .and_then(|text| edit::member(text, "params"))
+        .and_then(|params| edit::member(params, "progressToken"))
+        .is_some()
+}
+
+/// One message as a server-sent event. A bare carriage return (JSON whitespace) would end the
+/// event's line, so it becomes a space.
 fn event(line: &[u8]) -> Bytes {
     let mut event = Vec::with_capacity(line.len() + 24);
     event.extend_from_slice(b"event: message\ndata: ");
-    event.extend_from_slice(line);
+    event.extend(line.iter().map(|&b| if b == b'\r' || b == b'\n' { b' ' } else { b }));
     event.extend_from_slice(b"\n\n");
     Bytes::from(event)
 }
