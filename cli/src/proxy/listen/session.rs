@@ -22,7 +22,7 @@ use serde_json::Value;
 
 use super::super::edit::{self, Object};
 use super::super::message::{self, Kind, id_key};
-use super::super::upstream::{Link, Stopper};
+use super::super::upstream::{self, Link, Stopper};
 use super::super::{Ending, Offloader, serve};
 
 /// Server messages kept for a GET stream that is not open yet.
@@ -89,7 +89,7 @@ impl Session {
         grace: Duration,
         on_end: impl FnOnce(&Session, Ending) + Send + 'static,
     ) -> Arc<Session> {
-        let (input_tx, mut input_rx) = mpsc::channel::<Vec<u8>>(super::super::upstream::CHANNEL);
+        let (input_tx, mut input_rx) = mpsc::channel::<Vec<u8>>(upstream::CHANNEL);
         let (mut to_relay, relay_in) = tokio::io::duplex(PIPE);
         let (relay_out, from_relay) = tokio::io::duplex(PIPE);
         let session = Arc::new(Session {
@@ -125,10 +125,12 @@ impl Session {
                 match reader.read_until(b'\n', &mut line).await {
                     Ok(0) | Err(_) => break,
                     Ok(_) => {
-                        while line.last().is_some_and(|b| matches!(b, b'\n' | b'\r')) {
-                            line.pop();
+                        // Moved out, as the stdio relay reads its lines: the buffer keeps no
+                        // large message's capacity for the rest of the session.
+                        let message = upstream::take_trimmed(&mut line);
+                        if !message.is_empty() {
+                            router.route(&message).await;
                         }
-                        router.route(&line).await;
                     }
                 }
             }
