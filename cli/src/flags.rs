@@ -178,6 +178,15 @@ pub struct ProxyArgs {
     /// closed, and its upstream with it [default: 600].
     #[arg(long, value_name = "SECONDS", requires = "listen")]
     pub idle: Option<u64>,
+    /// With --listen: where offloads are kept for every replica, `s3://BUCKET[/PREFIX]` (S3 or
+    /// an S3-compatible store, reached with the AWS_* variables), or a local directory, which
+    /// is --output-dir [default: ATLATL_PROMPT__OFFLOAD__STORE, else the offload directory alone].
+    #[arg(long, value_name = "URL", requires = "listen")]
+    pub store: Option<String>,
+    /// With --listen and an s3:// --store: the most megabytes of stored offloads kept on this
+    /// replica's disk [default: 512].
+    #[arg(long, value_name = "MB", requires = "listen")]
+    pub cache_mb: Option<u64>,
     /// The upstream server's command and arguments, after `--`.
     #[arg(last = true, value_name = "COMMAND")]
     pub command: Vec<String>,
@@ -197,6 +206,14 @@ impl ProxyArgs {
     pub fn flags(&self) -> Vec<Flag> {
         let mut flags = self.config.flags();
         flags.extend(descriptor_flag(&self.descriptor));
+        // A local directory as the store is the offload directory.
+        if let Some(dir) = self.store.as_ref().filter(|s| !lro_host::store::is_store_url(s)) {
+            flags.push(Flag {
+                key: "output_dir",
+                name: "--store",
+                value: dir.clone(),
+            });
+        }
         flags
     }
 }

@@ -136,12 +136,17 @@ fn header_stamps(path: &str) -> Option<Stamps> {
 /// clock skew): then the earlier of those two. A header written with a timestamp far in the
 /// future cannot keep a file from ever being swept.
 pub(crate) fn created_ms(path: &str, ulid: Ulid, header: Option<u64>) -> u64 {
-    const SKEW_MS: u64 = 60_000;
     let modified = fs::metadata(path)
         .and_then(|m| m.modified())
         .ok()
         .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
         .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+    created_from(modified, ulid, header)
+}
+
+/// [`created_ms`] from a modification time already known (a file's, or a stored object's).
+fn created_from(modified: Option<u64>, ulid: Ulid, header: Option<u64>) -> u64 {
+    const SKEW_MS: u64 = 60_000;
     let ulid_ms = ulid.timestamp_ms();
     let dated = modified.map_or(ulid_ms, |m| m.min(ulid_ms));
     let latest = modified.map_or(ulid_ms, |m| m.max(ulid_ms));
@@ -172,6 +177,28 @@ pub(crate) fn lifetime(path: &str, kind: &Kind, ttl_ms: u64, stamps: Option<Stam
             (created, created.saturating_add(ttl_ms.max(TEMPORARY_GRACE_MS)))
         }
     }
+}
+
+/// When an offload file kept in an object store expires, by the rule [`lifetime`] applies to a
+/// file on disk: `name` is its file name, `head` its first bytes (the header line, if whole),
+/// `modified_ms` the store's last-modified time and `ttl_ms` the reader's ttl. None when `name`
+/// is not an offload file with `prefix`: such an object is never deleted.
+pub fn stored_expiry(prefix: &str, name: &str, head: &[u8], modified_ms: u64, ttl_ms: u64) -> Option<u64> {
+    let Some(Kind::Offload(ulid)) = classify(prefix, name) else {
+        return None;
+    };
+    let stamps = head
+        .split(|&b| b == b'\n')
+        .next()
+        .filter(|_| head.contains(&b'\n'))
+        .and_then(|line| serde_json::from_slice::<Value>(line).ok())
+        .filter(|h| h.get("type").and_then(Value::as_str) == Some("lro_header"))
+        .and_then(|h| Stamps::of(&h));
+    let created = created_from(Some(modified_ms), ulid, stamps.map(|s| s.timestamp));
+    Some(match stamps.and_then(|s| s.expires_at) {
+        Some(promised) => promised.min(created.saturating_add(MAX_TTL_SECONDS * 1000)),
+        None => created.saturating_add(ttl_ms),
+    })
 }
 
 /// Keeps the offload directory within `config.max_files` and `config.max_bytes` with `adding`
@@ -333,6 +360,43 @@ mod tests {
     use super::*;
 
     const ULID: &str = "01JDEF7X2K0000000000000000";
+
+    #[test]
+    fn a_stored_object_expires_by_the_rule_of_a_file_on_disk() {
+        let ms = Ulid::from_string(ULID).unwrap().timestamp_ms();
+        let name = format!("atlatl-recall-{ULID}.jsonl");
+        let header = |expires: Option<u64>| {
+            let mut h = serde_json::json!({"type": "lro_header", "timestamp": crate::time::format_rfc3339_ms(ms)});
+            if let Some(at) = expires {
+                h["expires_at"] = crate::time::format_rfc3339_ms(at).into();
+            }
+            format!("{h}\n{{\"id\":1}}\n").into_bytes()
+        };
+        let ttl = 60_000;
+        // The header's promise decides, whatever the reader's ttl.
+        assert_eq!(
+            stored_expiry("atlatl", &name, &header(Some(ms + 5_000)), ms, ttl),
+            Some(ms + 5_000)
+        );
+        // No promise recorded: created plus the reader's ttl.
+        assert_eq!(stored_expiry("atlatl", &name, &header(None), ms, ttl), Some(ms + ttl));
+        // A promise beyond the longest ttl is cut to it.
+        let far = ms + (MAX_TTL_SECONDS + 10) * 1000;
+        assert_eq!(
+            stored_expiry("atlatl", &name, &header(Some(far)), ms, ttl),
+            Some(ms + MAX_TTL_SECONDS * 1000)
+        );
+        // A header cut before its end of line is no header: the ULID's time and the ttl.
+        let cut = &header(Some(ms + 5_000))[..20];
+        assert_eq!(stored_expiry("atlatl", &name, cut, ms, ttl), Some(ms + ttl));
+        // Not our file, or not with this prefix: never deleted.
+        assert_eq!(stored_expiry("atlatl", "notes.jsonl", &header(Some(ms)), ms, ttl), None);
+        assert_eq!(stored_expiry("other", &name, &header(Some(ms)), ms, ttl), None);
+        assert_eq!(
+            stored_expiry("atlatl", &format!(".{name}.tmp"), &header(Some(ms)), ms, ttl),
+            None
+        );
+    }
 
     #[test]
     fn recognises_only_our_names() {

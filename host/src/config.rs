@@ -106,12 +106,16 @@ pub fn load(
     Ok(runtime.load_config(base, &layers(file, env, flags)?)?)
 }
 
+/// The variable naming the store (`lro proxy --listen --store`): read by the host that keeps
+/// one, never passed to the component, which knows no `store` key.
+pub const STORE_VAR: &str = "ATLATL_PROMPT__OFFLOAD__STORE";
+
 /// The component's defaults with `file`, the process environment and `flags` layered over
 /// them. A configuration variable whose value is not UTF-8 is an error naming it.
 pub fn from_environment(runtime: &Runtime, file: Option<&Path>, flags: &[Flag]) -> Result<Config, ConfigError> {
     let mut env = Vec::new();
     for (name, value) in std::env::vars_os() {
-        let Some(name) = name.to_str().filter(|n| n.starts_with(ENV_PREFIX)) else {
+        let Some(name) = name.to_str().filter(|n| n.starts_with(ENV_PREFIX) && *n != STORE_VAR) else {
             continue;
         };
         let value = value

@@ -277,9 +277,7 @@ impl<S: ServerHandler> ServerHandler for WithLro<S> {
             result: text,
             meta,
         };
-        let outcome = self
-            .blocking(move |offloader| offloader.runtime.intercept(&offloader.config, &call))
-            .await?;
+        let outcome = self.blocking(move |offloader| offloader.intercept(&call)).await?;
         let replaced = match outcome {
             Ok(ToolOutcome::Unchanged(_)) => None,
             Ok(ToolOutcome::Offloaded(offloaded)) => {
@@ -358,7 +356,8 @@ impl<S: ServerHandler> ServerHandler for WithLro<S> {
         self.inner.list_prompts(request, context)
     }
 
-    /// The server's resources, then (after its last page) this session's offloaded files.
+    /// The server's resources, then (after its last page) this session's offloaded files; with
+    /// a store (the `store` feature), every unexpired offload kept there, made by any replica.
     async fn list_resources(
         &self,
         request: Option<PaginatedRequestParams>,
@@ -366,6 +365,17 @@ impl<S: ServerHandler> ServerHandler for WithLro<S> {
     ) -> Result<ListResourcesResult, McpError> {
         let mut page = own_page(self.inner.list_resources(request, context).await)?;
         if page.next_cursor.is_none() {
+            #[cfg(feature = "store")]
+            if self.shared.offloader.store.is_some() {
+                let stored = self
+                    .blocking(Offloader::stored_resources)
+                    .await?
+                    .unwrap_or(Ok(Vec::new()));
+                page.resources.extend(stored.map_err(|e| {
+                    McpError::internal_error(format!("lro: listing the offloads kept in the store: {e}"), None)
+                })?);
+                return Ok(page);
+            }
             page.resources.extend(self.files.resources());
         }
         Ok(page)

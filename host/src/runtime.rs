@@ -237,6 +237,32 @@ impl Runtime {
         Ok(outcome)
     }
 
+    /// [`Runtime::intercept`] (or [`Runtime::intercept_file`], with `source`) for a result whose
+    /// files cannot be kept, for the host's own `problem` (`config.dir-problem`): the component
+    /// writes nothing and answers with the spec's fallback and an `offload-write-failed` event
+    /// naming `problem`. The directory is still mounted when it can be, for `source`.
+    #[cfg(feature = "store")]
+    pub(crate) fn intercept_refused(
+        &self,
+        config: &Config,
+        call: &ToolCall,
+        source: Option<&ResultFile>,
+        problem: String,
+    ) -> Result<ToolOutcome, Error> {
+        caller_config(config)?;
+        let (config, mount) = writable_dir(config);
+        let config = Config {
+            dir_problem: Some(config.dir_problem.unwrap_or(problem)),
+            ..config
+        };
+        self.call(&config, mount, self.io_limits(), false, |store, lro| match source {
+            Some(source) => lro
+                .lro_component_interceptor()
+                .call_intercept_file(store, &config, call, source),
+            None => lro.lro_component_interceptor().call_intercept(store, &config, call),
+        })
+    }
+
     /// Deletes expired files in `config.output_dir` (`custodian.sweep`); `now_ms` is the current time.
     pub fn sweep(&self, config: &Config, now_ms: u64) -> Result<SweepReport, Error> {
         caller_config(config)?;

@@ -5,13 +5,26 @@ use std::time::Duration;
 
 use anyhow::{Context, bail};
 use lro_cli::proxy::{self, Ending, Offloader, http, listen, spool, upstream};
+use lro_host::config::STORE_VAR;
+use lro_host::store::{Store, is_store_url};
 use reqwest::header::HeaderMap;
 
 use crate::flags::{Cli, ProxyArgs};
 
 pub fn run(cli: &Cli, args: &ProxyArgs) -> anyhow::Result<()> {
     let runtime = crate::runtime(cli)?;
-    let config = crate::writing_config(&runtime, args.config.config.as_deref(), &args.flags())?;
+    let mut flags = args.flags();
+    let store = store_url(args);
+    if args.store.is_none()
+        && let Some(dir) = store.as_ref().filter(|s| !is_store_url(s))
+    {
+        flags.push(lro_host::config::Flag {
+            key: "output_dir",
+            name: STORE_VAR,
+            value: dir.clone(),
+        });
+    }
+    let config = crate::writing_config(&runtime, args.config.config.as_deref(), &flags)?;
     let offloader = Offloader::prepare(runtime, config).context("preparing the offload directory")?;
     let mut headers = HeaderMap::new();
     for text in &args.headers {
@@ -111,6 +124,35 @@ fn listen(
         None if args.command.is_empty() => bail!("no upstream command given"),
         None => listen::Upstream::Command(args.command.clone()),
     };
+    let store = match store_url(args).filter(|s| is_store_url(s)) {
+        None if args.cache_mb.is_some() => bail!("--cache-mb is for an s3:// --store, and none is given"),
+        None => None,
+        Some(url) => {
+            let cache_mb = match args.cache_mb {
+                None => 512,
+                Some(mb) if (1..=1 << 30).contains(&mb) => mb,
+                Some(mb) => bail!("--cache-mb must be from 1 to 1073741824, got {mb}"),
+            };
+            // Cached files leave room for a result's files (at most four sections) under
+            // the directory's max_files, which counts them.
+            let files = match offloader.config.max_files {
+                0 => usize::MAX,
+                n => usize::try_from(n).unwrap_or(usize::MAX).saturating_sub(8).max(1),
+            };
+            // And half of max_bytes, for the same reason.
+            let bytes = match offloader.config.max_bytes {
+                0 => cache_mb << 20,
+                n => (cache_mb << 20).min(n / 2),
+            };
+            let store = Store::new(&url, bytes, files)?;
+            // Checked now so that a misconfigured store is seen at once; a store that is down
+            // at start may come back, so the proxy serves anyway (each offload then degrades).
+            if let Err(e) = store.check() {
+                eprintln!("lro proxy: warning: {e}; offloads degrade until it answers");
+            }
+            Some(std::sync::Arc::new(store))
+        }
+    };
     let principals = tokens.as_ref().map(listen::auth::Tokens::len);
     let signal = tokio.block_on(async {
         let listener = tokio::net::TcpListener::bind(address)
@@ -121,8 +163,12 @@ fn listen(
             Some(n) => eprintln!("lro proxy: serving MCP at http://{bound}/mcp for {n} principal(s) of --tokens"),
             None => eprintln!("lro proxy: serving MCP at http://{bound}/mcp (loopback only, no --tokens)"),
         }
+        if let Some(store) = &store {
+            eprintln!("lro proxy: keeping offloads in {}", store.url());
+        }
         let setup = listen::Listen {
             offloader,
+            store,
             upstream,
             tokens,
             max_sessions,
@@ -133,6 +179,14 @@ fn listen(
     })?;
     eprintln!("lro proxy: stopped by signal {signal}, and every session's upstream server with it");
     std::process::exit(128 + signal)
+}
+
+/// `--store`, else the variable [`STORE_VAR`], for `--listen`.
+fn store_url(args: &ProxyArgs) -> Option<String> {
+    args.listen.as_ref()?;
+    args.store
+        .clone()
+        .or_else(|| std::env::var(STORE_VAR).ok().filter(|v| !v.is_empty()))
 }
 
 /// The first of SIGTERM, SIGINT and SIGHUP to arrive, by number; never, if none can be watched.

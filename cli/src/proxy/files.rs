@@ -1,8 +1,9 @@
 //! Offloaded files as MCP resources (`lro_host::mcp::resources` says what they are): the proxy
 //! adds them to the upstream's lists and answers the reads of `lro://offload/` URIs.
 
-use lro_host::mcp::resources::{self, ReadError};
-use rmcp::model::{ListResourceTemplatesResult, ListResourcesResult};
+use lro_host::mcp::Offloader;
+use lro_host::mcp::resources::{self, ReadError, SessionFiles};
+use rmcp::model::{ListResourceTemplatesResult, ListResourcesResult, Resource};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -18,12 +19,18 @@ pub fn is_ours(params: Option<&Value>) -> bool {
         .is_some_and(resources::is_offload_uri)
 }
 
-/// This session's files, or the template, as JSON texts of list entries.
-fn entries(relay: &Relay, templates: bool) -> Vec<String> {
-    if templates {
-        vec![json_text(&resources::template())]
-    } else {
-        relay.files.resources().iter().map(json_text).collect()
+/// The offloaded files to list: with a store, every unexpired offload of the principal's, made
+/// by any replica in any session (a store that cannot be listed gives this session's, and says
+/// so on standard error); else this session's. It blocks on the store: run it in
+/// [`Relay::component`].
+fn listed(offloader: &Offloader, files: &SessionFiles) -> Vec<Resource> {
+    match offloader.stored_resources() {
+        Some(Ok(resources)) => resources,
+        Some(Err(e)) => {
+            eprintln!("lro proxy: listing the offloads kept in the store: {e}; listing this session's");
+            files.resources()
+        }
+        None => files.resources(),
     }
 }
 
@@ -31,36 +38,55 @@ fn json_text(value: &impl Serialize) -> String {
     serde_json::to_string(value).unwrap_or_else(|_| "null".to_owned())
 }
 
-/// A `resources/list` or `resources/templates/list` page from the upstream with this session's
-/// files (or the template) added to the last page (the one without `nextCursor`); the upstream's
-/// own entries and members as they came.
-pub fn add_to_list(relay: &Relay, result: &str, templates: bool) -> Option<String> {
-    let mut page = Object::parse(result)?;
-    if page.contains("nextCursor") {
+/// `page` (a `resources/list` or `resources/templates/list` result from the upstream) with the
+/// proxy's `added` entries on its last page (the one without `nextCursor`); the upstream's own
+/// entries and members as they came. None: `page` goes on unchanged.
+fn with_entries(page: &str, templates: bool, added: &[String]) -> Option<String> {
+    let mut page = Object::parse(page)?;
+    if page.contains("nextCursor") || added.is_empty() {
         return None;
     }
     let key = if templates { "resourceTemplates" } else { "resources" };
-    let added = entries(relay, templates);
-    if added.is_empty() {
-        return None;
-    }
     let mut entries: Vec<String> = match page.get(key) {
         Some(entries) => edit::elements(entries)?.into_iter().map(str::to_owned).collect(),
         None => Vec::new(),
     };
-    entries.extend(added);
+    entries.extend_from_slice(added);
     page.set(key, edit::array(&entries));
     Some(page.to_string())
 }
 
+/// Answers a `resources/list` or `resources/templates/list` the upstream answered with `line`
+/// (its `result`, `result`): the offloaded files (or the template) added to its last page.
+pub fn add_to_list(relay: &Relay, key: String, line: Vec<u8>, result: &str, templates: bool) {
+    if templates {
+        let added = [json_text(&resources::template())];
+        let page = with_entries(result, true, &added).map(|r| message::response(&key, &r));
+        return relay.to_client(page.unwrap_or(line));
+    }
+    let (offloader, files, down, result) = (
+        relay.offloader.clone(),
+        relay.files.clone(),
+        relay.down.clone(),
+        result.to_owned(),
+    );
+    relay.component(move || {
+        let added: Vec<String> = listed(&offloader, &files).iter().map(json_text).collect();
+        let page = with_entries(&result, false, &added).map(|r| message::response(&key, &r));
+        let _ = down.blocking_send(page.unwrap_or(line).into());
+    });
+}
+
 /// The list for an upstream without resources: the proxy's own alone.
 pub fn list_alone(relay: &Relay, id: String, templates: bool, modern: bool) {
-    relay.to_client(if templates {
+    if templates {
         let page = ListResourceTemplatesResult::with_all_items(vec![resources::template()]);
-        message::own_response(&id, &page, modern)
-    } else {
-        let page = ListResourcesResult::with_all_items(relay.files.resources());
-        message::own_response(&id, &page, modern)
+        return relay.to_client(message::own_response(&id, &page, modern));
+    }
+    let (offloader, files, down) = (relay.offloader.clone(), relay.files.clone(), relay.down.clone());
+    relay.component(move || {
+        let page = ListResourcesResult::with_all_items(listed(&offloader, &files));
+        let _ = down.blocking_send(message::own_response(&id, &page, modern).into());
     });
 }
 

@@ -523,8 +523,8 @@ impl Relay {
                 }
             }
             Pending::Resources { templates, .. } => {
-                let added = files::add_to_list(self, result, templates).map(|r| message::response(&key, &r));
-                self.to_client(added.unwrap_or(line));
+                let result = result.to_owned();
+                files::add_to_list(self, key, line, &result, templates);
             }
             Pending::ToolCheck => tools::check_page(self, result),
         }

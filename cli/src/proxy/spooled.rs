@@ -155,7 +155,7 @@ fn intercept(
             meta: call.meta.clone(),
         };
         let length = range.end - range.start;
-        let forward = match offloader.runtime.intercept_file(&offloader.config, &tool_call, &source) {
+        let forward = match offloader.intercept_file(&tool_call, &source) {
             Ok(ToolOutcome::Unchanged(_)) => None,
             Ok(ToolOutcome::Offloaded(offloaded)) => {
                 files.remember(&call.tool, &offloaded.files, offloaded.tokens);

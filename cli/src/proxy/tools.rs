@@ -130,7 +130,7 @@ pub fn intercept(relay: &Relay, call: Call, line: Vec<u8>, place: Place) {
             result: result.to_owned(),
             meta: call.meta.clone(),
         };
-        let forward = match offloader.runtime.intercept(&offloader.config, &tool_call) {
+        let forward = match offloader.intercept(&tool_call) {
             Ok(ToolOutcome::Unchanged(_)) => None,
             // The component prints the members it does not replace (`_meta`, ...) its own way.
             Ok(ToolOutcome::Offloaded(offloaded)) => {

@@ -16,6 +16,7 @@ mod mcp_cases;
 mod proxy;
 mod recipes_jq;
 mod rmcp_server;
+mod rmcp_store;
 mod robustness;
 mod shared_cases;
 mod sweep;

@@ -4,7 +4,7 @@
 
 #[path = "../../../host/examples/rmcp_server.rs"]
 #[expect(dead_code, reason = "the example's `main` serves stdio; the test serves a pipe")]
-mod example;
+pub(crate) mod example;
 
 use std::time::Duration;
 
@@ -28,7 +28,7 @@ async fn serve(config: lro_host::Config) -> rmcp::service::RunningService<rmcp::
     connect(wrapped(config).await).await
 }
 
-async fn connect(server: WithLro<example::Notes>) -> rmcp::service::RunningService<rmcp::RoleClient, ()> {
+pub(crate) async fn connect(server: WithLro<example::Notes>) -> rmcp::service::RunningService<rmcp::RoleClient, ()> {
     let (server_end, client_end) = tokio::io::duplex(1 << 16);
     tokio::spawn(async move {
         if let Ok(running) = server.serve(server_end).await {
@@ -38,7 +38,7 @@ async fn connect(server: WithLro<example::Notes>) -> rmcp::service::RunningServi
     ().serve(client_end).await.expect("the client connects")
 }
 
-async fn call(
+pub(crate) async fn call(
     client: &rmcp::service::RunningService<rmcp::RoleClient, ()>,
     tool: &'static str,
     arguments: Value,
@@ -47,7 +47,7 @@ async fn call(
     client.peer().call_tool(params).await.expect("a result")
 }
 
-fn text(result: &rmcp::model::CallToolResult) -> String {
+pub(crate) fn text(result: &rmcp::model::CallToolResult) -> String {
     result.content[0].as_text().expect("a text block").text.clone()
 }
 

@@ -21,6 +21,10 @@ use crate::{Config, Error, Runtime};
 pub mod handles;
 #[cfg(feature = "rmcp")]
 pub mod resources;
+#[cfg(feature = "store")]
+mod stored;
+#[cfg(feature = "store")]
+pub use stored::Stored;
 
 /// The name of the extraction tool, as the component defines it.
 pub const EXTRACT_TOOL: &str = "lro_extract";
@@ -39,6 +43,10 @@ pub struct Offloader {
     /// clients that cannot read this machine's disk ([`handles`]). Off after
     /// [`Offloader::prepare`].
     pub handles: bool,
+    /// The object store its offloads are also kept in, so that other replicas answer for them
+    /// ([`crate::store`]); None after [`Offloader::prepare`].
+    #[cfg(feature = "store")]
+    pub store: Option<Stored>,
 }
 
 /// What `lro_extract` answers: the text of a `CallToolResult`'s one text block, and whether it
@@ -82,7 +90,39 @@ impl Offloader {
             config,
             tool_definition,
             handles: false,
+            #[cfg(feature = "store")]
+            store: None,
         })
+    }
+
+    /// Intercepts a tool's result ([`Runtime::intercept`](crate::Runtime::intercept)) with this
+    /// offloader's configuration; with a [`Offloader::store`], the files are written through to
+    /// it before the answer, and a store that cannot take them degrades the result (the spec's
+    /// fallback, an `offload-write-failed` event naming the store's error) and leaves no file.
+    pub fn intercept(&self, call: &crate::ToolCall) -> Result<crate::ToolOutcome, Error> {
+        let outcome = self.runtime.intercept(&self.config, call)?;
+        #[cfg(feature = "store")]
+        if let Some(problem) = self.write_through(&outcome) {
+            return self.runtime.intercept_refused(&self.config, call, None, problem);
+        }
+        Ok(outcome)
+    }
+
+    /// [`Offloader::intercept`] for a result held in a file of the offload directory
+    /// ([`Runtime::intercept_file`](crate::Runtime::intercept_file)).
+    pub fn intercept_file(
+        &self,
+        call: &crate::ToolCall,
+        source: &crate::ResultFile,
+    ) -> Result<crate::ToolOutcome, Error> {
+        let outcome = self.runtime.intercept_file(&self.config, call, source)?;
+        #[cfg(feature = "store")]
+        if let Some(problem) = self.write_through(&outcome) {
+            return self
+                .runtime
+                .intercept_refused(&self.config, call, Some(source), problem);
+        }
+        Ok(outcome)
     }
 
     /// How often to sweep while serving: every `ttl/2`, at least once a second and at most once
@@ -91,7 +131,8 @@ impl Offloader {
         Duration::from_secs(self.config.ttl_seconds / 2).clamp(Duration::from_secs(1), Duration::from_secs(3600))
     }
 
-    /// Deletes the expired files now.
+    /// Deletes the expired files now (in the directory; the store's are
+    /// [`Offloader::sweep_store`]'s).
     pub fn sweep(&self) -> Result<crate::SweepReport, Error> {
         self.runtime.sweep(&self.config, now_ms())
     }
@@ -113,6 +154,10 @@ impl Offloader {
         } else {
             arguments
         };
+        #[cfg(feature = "store")]
+        if let Err(answer) = self.fetch_named(arguments) {
+            return answer;
+        }
         match self.runtime.call_tool(&self.config, arguments) {
             Ok(extracted) => ExtractAnswer {
                 text: extracted.text,
@@ -149,7 +194,14 @@ impl Sweeper {
             loop {
                 ticks.tick().await;
                 let this = offloader.clone();
-                let swept = tokio::task::spawn_blocking(move || this.sweep()).await;
+                let swept = tokio::task::spawn_blocking(move || {
+                    #[cfg(feature = "store")]
+                    if let Some(Err(e)) = this.sweep_store() {
+                        eprintln!("lro: sweeping expired offloads from {e}");
+                    }
+                    this.sweep()
+                })
+                .await;
                 if let Ok(Err(e)) = swept {
                     eprintln!("lro: sweeping expired files: {e}");
                 }

@@ -74,17 +74,56 @@ impl SessionFiles {
                 } else {
                     f.path.clone()
                 };
-                let resource = Resource::new(format!("{SCHEME}{name}"), name)
-                    .with_title(format!("Offloaded result of {}", f.tool))
-                    .with_description(format!(
-                        "The result of `{}` (about {} tokens), one JSON record per line, as the descriptor's file_path {} holds it. Read a range with ?from=N&to=M.",
-                        f.tool, f.tokens, shown
-                    ))
-                    .with_mime_type(MIME)
-                    .with_size(std::fs::metadata(&f.path).map_or(0, |m| m.len()));
-                Some(resource)
+                let size = std::fs::metadata(&f.path).map_or(0, |m| m.len());
+                Some(resource(
+                    name,
+                    &f.tool,
+                    &format!(" (about {} tokens)", f.tokens),
+                    &shown,
+                    size,
+                ))
             })
             .collect()
+    }
+}
+
+/// An offloaded file as `resources/list` lists it.
+fn resource(name: String, tool: &str, tokens: &str, shown: &str, size: u64) -> Resource {
+    Resource::new(format!("{SCHEME}{name}"), name)
+        .with_title(format!("Offloaded result of {tool}"))
+        .with_description(format!(
+            "The result of `{tool}`{tokens}, one JSON record per line, as the descriptor's file_path {shown} holds it. Read a range with ?from=N&to=M."
+        ))
+        .with_mime_type(MIME)
+        .with_size(size)
+}
+
+#[cfg(feature = "store")]
+impl Offloader {
+    /// With a store, every unexpired offload of this offloader's part of it (made by any
+    /// replica, in any session), as `resources/list` lists it; None without a store. It
+    /// blocks on the store: call it where a component call is made.
+    pub fn stored_resources(&self) -> Option<Result<Vec<Resource>, String>> {
+        let stored = self.store.as_ref()?;
+        let listed = match stored.store.list(&stored.scope) {
+            Ok(listed) => listed,
+            Err(e) => return Some(Err(e.to_string())),
+        };
+        let resources = listed
+            .into_iter()
+            .filter(|(name, _, _)| matches!(self.resolve(&format!("{SCHEME}{name}")), Some(Ok(_))))
+            .map(|(name, size, _)| {
+                // `{prefix}-{tool}-{ULID}.jsonl`: the tool as the file name records it.
+                let tool = name
+                    .strip_prefix(&format!("{}-", self.config.prefix))
+                    .and_then(|rest| rest.get(..rest.len().checked_sub(33)?))
+                    .unwrap_or("a tool")
+                    .to_owned();
+                let shown = format!("{SCHEME}{name}");
+                resource(name, &tool, "", &shown, size)
+            })
+            .collect();
+        Some(Ok(resources))
     }
 }
 
@@ -121,6 +160,10 @@ impl Offloader {
             && let Some(Err(missing)) = self.resolve(&format!("{SCHEME}{name}"))
         {
             return Err(ReadError::NotFound(missing.to_string()));
+        }
+        #[cfg(feature = "store")]
+        if let Err(answer) = self.fetch(&name) {
+            return Err(ReadError::Failed(answer.text));
         }
         let path = Path::new(&self.config.output_dir).join(&name);
         // Numbers only (checked by `parse`) go into the filter, so nothing can be injected.

@@ -51,6 +51,8 @@ pub struct Listen {
     /// The offloader of the base directory: each principal's is made from it, in a
     /// subdirectory named after the principal.
     pub offloader: Offloader,
+    /// `--store`: where every principal's offloads are also kept, under the principal's name.
+    pub store: Option<Arc<lro_host::store::Store>>,
     pub upstream: Upstream,
     /// `--tokens`; without it, every request is [`auth::LOCAL`]'s (a loopback listener only).
     pub tokens: Option<auth::Tokens>,
@@ -94,6 +96,11 @@ pub async fn run(listener: TcpListener, listen: Listen, stop: impl Future<Output
         offloaders: tokio::sync::Mutex::default(),
     });
     let reaper = tokio::spawn(reap_idle(Arc::downgrade(&state), idle));
+    let store_sweeper = state
+        .listen
+        .store
+        .clone()
+        .map(|store| tokio::spawn(sweep_store(store, state.listen.offloader.clone())));
     let connections = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
     tokio::pin!(stop);
     let signal = loop {
@@ -122,6 +129,9 @@ pub async fn run(listener: TcpListener, listen: Listen, stop: impl Future<Output
         }
     };
     reaper.abort();
+    if let Some(sweeper) = store_sweeper {
+        sweeper.abort();
+    }
     let mut sessions: Vec<Arc<Session>> = lock(&state.sessions).drain().map(|(_, s)| s).collect();
     sessions.extend(lock(&state.stateless).drain().map(|(_, s)| s));
     // At once: each child gets its own grace to exit.
@@ -462,4 +472,22 @@ fn delete(state: &Arc<State>, principal: &str, headers: &HeaderMap) -> Response<
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Deletes every principal's expired objects from the store, now and every
+/// [`Offloader::sweep_interval`]: a principal with no session has its offloads swept too.
+async fn sweep_store(store: Arc<lro_host::store::Store>, offloader: Offloader) {
+    let mut ticks = tokio::time::interval(offloader.sweep_interval());
+    loop {
+        ticks.tick().await;
+        let (store, config) = (store.clone(), offloader.config.clone());
+        let swept = tokio::task::spawn_blocking(move || {
+            let ttl_ms = config.ttl_seconds.saturating_mul(1000);
+            store.sweep("", &config.prefix, ttl_ms, lro_host::mcp::now_ms())
+        })
+        .await;
+        if let Ok(Err(e)) = swept {
+            eprintln!("lro proxy: sweeping expired offloads: {e}");
+        }
+    }
 }

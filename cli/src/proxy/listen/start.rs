@@ -142,8 +142,13 @@ async fn offloader_for(state: &State, principal: &str) -> Result<Offloader, Stri
         .await
         .map_err(|e| e.to_string())?
         .map_err(|e| e.to_string())?;
+    let store = state.listen.store.clone().map(|store| lro_host::mcp::Stored {
+        store,
+        scope: principal.to_owned(),
+    });
     let offloader = Offloader {
         handles: true,
+        store,
         ..prepared
     };
     offloaders.insert(principal.to_owned(), offloader.clone());
