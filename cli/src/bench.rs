@@ -8,6 +8,7 @@ mod extract;
 mod hosts;
 mod offload;
 mod proxy;
+mod store;
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -154,8 +155,11 @@ fn remove_all_in(dir: &Path) -> anyhow::Result<()> {
 }
 
 /// Runs the whole benchmark. `quick` cuts repetitions and the largest size, for a smoke run.
-pub fn run(dir: &Path, quick: bool, only: Option<&str>) -> anyhow::Result<Figures> {
+pub fn run(dir: &Path, quick: bool, only: Option<&str>, store: Option<&str>) -> anyhow::Result<Figures> {
     let wants = |section: &str| only.is_none_or(|o| o == section);
+    if only == Some("store") && store.is_none() {
+        bail!("--only store needs --store s3://BUCKET[/PREFIX] (and the AWS_* variables that reach it)");
+    }
     which_jq()?;
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     let dir = dir.canonicalize()?;
@@ -222,6 +226,20 @@ pub fn run(dir: &Path, quick: bool, only: Option<&str>) -> anyhow::Result<Figure
     // ---- proxy -----------------------------------------------------------------------------
     if wants("proxy") {
         proxy::section(&mut out, &mut targets, &work, quick)?;
+    }
+
+    // ---- store -----------------------------------------------------------------------------
+    if wants("store") {
+        match store {
+            Some(url) => store::section(&setup, &mut out, url)?,
+            None => writeln!(
+                out,
+                "## Store
+
+Not measured in this run: `lro bench --store s3://BUCKET` measures it.
+"
+            )?,
+        }
     }
 
     // ---- summary ---------------------------------------------------------------------------

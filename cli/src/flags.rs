@@ -80,8 +80,13 @@ pub struct BenchArgs {
     #[arg(long)]
     pub quick: bool,
     /// Run one section only.
-    #[arg(long, value_parser = ["offload", "extract", "calls", "descriptors", "hosts", "proxy"])]
+    #[arg(long, value_parser = ["offload", "extract", "calls", "descriptors", "hosts", "proxy", "store"])]
     pub only: Option<String>,
+    /// The store section: offload to this `s3://BUCKET[/PREFIX]` store (reached with the
+    /// AWS_* variables) against the offload directory alone, and extract on a cold replica.
+    /// Without it the section is not run.
+    #[arg(long, value_name = "URL")]
+    pub store: Option<String>,
 }
 
 /// The `[prompt.offload]` keys as flags (docs/CONFIGURATION.md). Values are taken as text and

@@ -14,7 +14,7 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
     }
     let dir = args.dir.clone().unwrap_or_else(bench::default_dir);
     let started = Instant::now();
-    let result = bench::run(&dir, args.quick, args.only.as_deref());
+    let result = bench::run(&dir, args.quick, args.only.as_deref(), args.store.as_deref());
     if args.dir.is_none() {
         let _ = std::fs::remove_dir_all(&dir);
     }
