@@ -367,14 +367,17 @@ impl<S: ServerHandler> ServerHandler for WithLro<S> {
         if page.next_cursor.is_none() {
             #[cfg(feature = "store")]
             if self.shared.offloader.store.is_some() {
-                let stored = self
-                    .blocking(Offloader::stored_resources)
-                    .await?
-                    .unwrap_or(Ok(Vec::new()));
-                page.resources.extend(stored.map_err(|e| {
-                    McpError::internal_error(format!("lro: listing the offloads kept in the store: {e}"), None)
-                })?);
-                return Ok(page);
+                match self.blocking(Offloader::stored_resources).await? {
+                    Some(Ok(stored)) => {
+                        page.resources.extend(stored);
+                        return Ok(page);
+                    }
+                    // The server's own resources are still listed, with this session's files.
+                    Some(Err(e)) => {
+                        eprintln!("lro: listing the offloads kept in the store: {e}; listing this session's")
+                    }
+                    None => {}
+                }
             }
             page.resources.extend(self.files.resources());
         }

@@ -216,7 +216,10 @@ def test_a_store_that_stops_degrades_offloads_and_they_recover_when_it_is_back(r
     # The spec's fallback: the call did not fail, and says why the rest is not there.
     assert not is_error
     assert degraded["truncated"] is True and degraded["total_count"] == 200, degraded
-    assert f"the store s3://{BUCKET}/team" in degraded["lro_warning"], degraded["lro_warning"]
+    assert f"the store s3://{BUCKET}/team: it could not be reached" in degraded["lro_warning"], degraded["lro_warning"]
+    # The store's own error (its endpoint, and what it replied) is the operator's, on stderr.
+    assert "127.0.0.1" not in degraded["lro_warning"]
+    assert any(bucket.endpoint in line for line in a.lines), "".join(a.lines)
     assert not a.files("alice"), "no offload file is left behind that no other replica could read"
     assert bucket.keys() == []
 
@@ -254,10 +257,45 @@ def test_a_store_unreachable_for_a_read_says_so_and_is_not_a_missing_handle(repl
     run(main())
 
 
+def test_objects_another_writer_put_in_the_bucket_are_neither_listed_nor_swept_nor_a_stop_to_the_sweep(replicas, bucket):
+    old = "01" + "0" * 24  # a ULID of 1970: long expired
+    planted = {f"team/alice/notes.txt": b"not ours\n", f"team/alice/atlatl-recall-{old}.jsonl": b"",
+               f"team/alice/sub/atlatl-recall-{old}.jsonl": b"{}\n"}
+    for key, body in planted.items():
+        bucket.client.put_object(Bucket=BUCKET, Key=key, Body=body)
+    a, b = replicas("--ttl", "2")
+
+    async def main():
+        async with client(a.url, "legacy", ALICE) as on_a:
+            handle = (await offload(on_a))["file_path"]
+            listed = [str(r.uri) for r in (await on_a.list_resources()).resources]
+            assert listed == [handle], listed
+        deadline = time.monotonic() + 20
+        while f"team/alice/{handle.removeprefix('lro://offload/')}" in bucket.keys() and time.monotonic() < deadline:
+            await asyncio.sleep(0.5)
+
+    run(main())
+    assert bucket.keys() == sorted(planted), "the offload was swept, and nothing else"
+
+
+def test_a_store_over_plain_http_needs_aws_allow_http(replicas, bucket):
+    a, _ = replicas(env={"AWS_ALLOW_HTTP": "false"})
+    assert any("warning: the store s3://offloads/team: a request to it failed" in line for line in a.lines), "".join(a.lines)
+
+    async def main():
+        async with client(a.url, "legacy", ALICE) as on_a:
+            result = await on_a.call_tool("recall_memories", {"query": "q", "limit": 200})
+            return json.loads(result.content[0].text)
+
+    assert run(main())["truncated"] is True
+    assert bucket.keys() == [], "nothing went over plain HTTP"
+
+
 @pytest.mark.parametrize("store, env, wanted", [
     ("s3://No_Such", {}, "the bucket name \"No_Such\" is not a valid one"),
     ("gs://offloads", {}, "not an s3:// URL"),
     (f"s3://{BUCKET}", {"AWS_SECRET_ACCESS_KEY": ""}, "AWS_SECRET_ACCESS_KEY is not set"),
+    ("/srv/offloads", {}, "name two directories"),
 ])
 def test_a_bad_store_is_a_usage_error_naming_what_is_wrong(tmp_path, bucket, store, env, wanted):
     done = subprocess.run([LRO, "proxy", "--listen", "127.0.0.1:0", "--output-dir", str(tmp_path), "--store", store,

@@ -34,6 +34,7 @@ pub(super) fn section(s: &Setup<'_>, out: &mut String, url: &str) -> anyhow::Res
             store: store.map(|store| Stored {
                 store: Arc::new(store),
                 scope: "bench".to_owned(),
+                sweeps: false,
             }),
             ..prepared
         })

@@ -14,15 +14,27 @@ use crate::flags::{Cli, ProxyArgs};
 pub fn run(cli: &Cli, args: &ProxyArgs) -> anyhow::Result<()> {
     let runtime = crate::runtime(cli)?;
     let mut flags = args.flags();
+    if let (Some(store), Some(dir)) = (&args.store, &args.config.output_dir)
+        && !is_store_url(store)
+        && store != dir
+    {
+        bail!(
+            "--store {store} and --output-dir {dir} name two directories; a local store is the offload directory, give one"
+        );
+    }
     let store = store_url(args);
     if args.store.is_none()
         && let Some(dir) = store.as_ref().filter(|s| !is_store_url(s))
     {
-        flags.push(lro_host::config::Flag {
-            key: "output_dir",
-            name: STORE_VAR,
-            value: dir.clone(),
-        });
+        // Below the flags, which are applied last-wins: --output-dir overrides the variable.
+        flags.insert(
+            0,
+            lro_host::config::Flag {
+                key: "output_dir",
+                name: STORE_VAR,
+                value: dir.clone(),
+            },
+        );
     }
     let config = crate::writing_config(&runtime, args.config.config.as_deref(), &flags)?;
     let offloader = Offloader::prepare(runtime, config).context("preparing the offload directory")?;

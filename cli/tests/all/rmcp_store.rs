@@ -83,6 +83,7 @@ async fn replica(dir: &std::path::Path, moto: &Moto) -> WithLro<example::Notes> 
         store: Some(Stored {
             store: Arc::new(store),
             scope: String::new(),
+            sweeps: true,
         }),
         ..offloader
     };

@@ -61,6 +61,13 @@ pub fn name_of(handle: &str) -> Option<&str> {
     valid.then_some(name)
 }
 
+/// True when `name` is an offload file's name with `prefix`: `{prefix}-{tool}-{ULID}.jsonl`.
+pub fn is_offload_name(prefix: &str, name: &str) -> bool {
+    name.strip_prefix(prefix).is_some_and(|rest| rest.starts_with('-'))
+        && name_of(&format!("{SCHEME}{name}")).is_some()
+        && written_ms(name).is_some()
+}
+
 /// When the file `name` was written, from the ULID that ends it (`{prefix}-{op}-{ULID}.jsonl`).
 fn written_ms(name: &str) -> Option<u64> {
     let stem = name.strip_suffix(".jsonl")?;
@@ -168,5 +175,13 @@ mod tests {
         );
         assert_eq!(written_ms("atlatl-search-short.jsonl"), None);
         assert_eq!(written_ms("notes.txt"), None);
+        assert!(super::is_offload_name("atlatl", &format!("atlatl-search-{ulid}.jsonl")));
+        for other in [
+            format!("other-search-{ulid}.jsonl"),
+            format!(".atlatl-search-{ulid}.jsonl"),
+            "atlatl-x.jsonl".to_owned(),
+        ] {
+            assert!(!super::is_offload_name("atlatl", &other), "{other}");
+        }
     }
 }

@@ -111,6 +111,9 @@ impl Offloader {
         };
         let resources = listed
             .into_iter()
+            // Only offload files, by their names (an object another writer put in the bucket
+            // is not listed), and only those unexpired.
+            .filter(|(name, _, _)| super::handles::is_offload_name(&self.config.prefix, name))
             .filter(|(name, _, _)| matches!(self.resolve(&format!("{SCHEME}{name}")), Some(Ok(_))))
             .map(|(name, size, _)| {
                 // `{prefix}-{tool}-{ULID}.jsonl`: the tool as the file name records it.

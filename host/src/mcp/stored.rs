@@ -17,6 +17,10 @@ pub struct Stored {
     /// This offloader's keys' folder under the store's prefix: the principal's name for
     /// `lro proxy --listen`, empty for a server of one principal.
     pub scope: String,
+    /// The offloader's periodic sweep ([`super::Sweeper`]) also deletes the expired objects
+    /// of its scope. False where one task sweeps the whole store for every offloader (the
+    /// proxy), so that each session's sweep does not list the store again.
+    pub sweeps: bool,
 }
 
 impl Offloader {
@@ -26,14 +30,23 @@ impl Offloader {
         let (Some(stored), ToolOutcome::Offloaded(offloaded)) = (&self.store, outcome) else {
             return None;
         };
-        let failed = offloaded
-            .files
-            .iter()
-            .find_map(|file| stored.store.put(&stored.scope, Path::new(file)).err())?;
+        let mut uploaded = Vec::new();
+        let mut failed = None;
+        for file in &offloaded.files {
+            match stored.store.put(&stored.scope, Path::new(file)) {
+                Ok(()) => uploaded.push(file.clone()),
+                Err(e) => {
+                    failed = Some(e);
+                    break;
+                }
+            }
+        }
+        let failed = failed?;
         for file in &offloaded.files {
             let _ = std::fs::remove_file(file);
         }
-        stored.store.delete(&stored.scope, &offloaded.files);
+        // Only what went up: a store that failed one request may hang on the next.
+        stored.store.delete(&stored.scope, &uploaded);
         Some(failed.to_string())
     }
 
@@ -44,10 +57,12 @@ impl Offloader {
         let Some(stored) = &self.store else {
             return Ok(());
         };
-        match stored
-            .store
-            .fetch(&stored.scope, Path::new(&self.config.output_dir), name)
-        {
+        match stored.store.fetch(
+            &stored.scope,
+            Path::new(&self.config.output_dir),
+            name,
+            &self.config.prefix,
+        ) {
             Ok(_) => Ok(()),
             Err(e) => Err(ExtractAnswer {
                 text: unavailable(&e),
@@ -74,17 +89,28 @@ impl Offloader {
         }
     }
 
-    /// Deletes this offloader's expired objects from the store; None without a store.
+    /// Deletes this offloader's expired objects from the store; None without a store, or when
+    /// [`Stored::sweeps`] is false.
     pub fn sweep_store(&self) -> Option<Result<u32, StoreError>> {
-        let stored = self.store.as_ref()?;
+        let stored = self.store.as_ref().filter(|s| s.sweeps)?;
         let ttl_ms = self.config.ttl_seconds.saturating_mul(1000);
-        Some(stored.store.sweep(&stored.scope, &self.config.prefix, ttl_ms, now_ms()))
+        Some(
+            stored
+                .store
+                .sweep(&stored.scope, 0, &self.config.prefix, ttl_ms, now_ms()),
+        )
     }
 }
 
-/// What a call that needs a stored file answers when the store cannot be reached.
+/// What a call that needs a stored file answers when it cannot be had.
 pub(super) fn unavailable(error: &StoreError) -> String {
-    format!(
-        "unavailable: the offload could not be read from the store ({error}); it is kept there, so call again in a moment"
-    )
+    match error {
+        StoreError::Local { .. } => {
+            eprintln!("lro: reading an offload back from the store: {error}");
+            "failed: the offload is in the store but could not be copied to this server's disk; tell the server's operator".to_owned()
+        }
+        _ => format!(
+            "unavailable: the offload could not be read from the store ({error}); it is kept there, so call again in a moment"
+        ),
+    }
 }

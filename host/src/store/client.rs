@@ -3,26 +3,42 @@
 
 use std::time::Duration;
 
-use object_store::ClientOptions;
 use object_store::client::{
     HttpClient, HttpConnector, HttpError, HttpErrorKind, HttpRequest, HttpResponse, HttpService,
 };
+use object_store::{ClientConfigKey, ClientOptions};
 
 /// object_store's HTTP through the reqwest 0.12 client the rest of lro builds (rustls on ring).
 #[derive(Debug)]
 pub(super) struct Connector;
 
 impl HttpConnector for Connector {
-    fn connect(&self, _options: &ClientOptions) -> object_store::Result<HttpClient> {
-        let client = reqwest::Client::builder()
-            .connect_timeout(Duration::from_secs(5))
-            .read_timeout(Duration::from_secs(30))
-            .build()
-            .map_err(|e| object_store::Error::Generic {
-                store: "S3",
-                source: Box::new(e),
-            })?;
-        Ok(HttpClient::new(Reqwest(client)))
+    /// A client as object_store's own would be made from `options` (`AWS_ALLOW_HTTP`,
+    /// `AWS_ALLOW_INVALID_CERTIFICATES`, `AWS_PROXY_URL`, the timeouts), with bounds of its own
+    /// where none is given: a store that hangs must not hold a tool call for long.
+    fn connect(&self, options: &ClientOptions) -> object_store::Result<HttpClient> {
+        let value = |key: ClientConfigKey| options.get_config_value(&key);
+        let yes = |key: ClientConfigKey| value(key).is_some_and(|v| v.eq_ignore_ascii_case("true"));
+        let duration = |key: ClientConfigKey, default: u64| {
+            value(key)
+                .and_then(|v| humantime::parse_duration(&v).ok())
+                .unwrap_or(Duration::from_secs(default))
+        };
+        let error = |e: reqwest::Error| object_store::Error::Generic {
+            store: "S3",
+            source: Box::new(e),
+        };
+        let mut builder = reqwest::Client::builder()
+            .https_only(!yes(ClientConfigKey::AllowHttp))
+            .danger_accept_invalid_certs(yes(ClientConfigKey::AllowInvalidCertificates))
+            .connect_timeout(duration(ClientConfigKey::ConnectTimeout, 5))
+            .read_timeout(duration(ClientConfigKey::ReadTimeout, 30))
+            // A whole request (one part of a multipart upload at most 8 MiB) within a minute.
+            .timeout(duration(ClientConfigKey::Timeout, 60));
+        if let Some(proxy) = value(ClientConfigKey::ProxyUrl) {
+            builder = builder.proxy(reqwest::Proxy::all(proxy).map_err(error)?);
+        }
+        Ok(HttpClient::new(Reqwest(builder.build().map_err(error)?)))
     }
 }
 

@@ -21,15 +21,20 @@ use std::time::Duration;
 use futures_util::StreamExt;
 use object_store::aws::{AmazonS3, AmazonS3Builder};
 use object_store::path::Path as Key;
-use object_store::{ClientOptions, ObjectStore, ObjectStoreExt, PutPayload, RetryConfig, WriteMultipart};
+use object_store::{ObjectStore, ObjectStoreExt, PutPayload, RetryConfig, WriteMultipart};
 
+mod cache;
 mod client;
+use cache::Cache;
 use client::Connector;
 
 /// Files above this go up as a multipart upload, in parts of this size.
 pub const PART_BYTES: usize = 8 << 20;
-/// How much of an object the sweep reads to find its header line.
+/// How much of an object the sweep reads first to find its header line; then, when the line is
+/// longer, as much as the local sweep reads of a file ([`MAX_HEADER_BYTES`]).
 const HEAD_BYTES: u64 = 4096;
+/// The most of a header line the local sweep reads (lro-core's custodian).
+const MAX_HEADER_BYTES: u64 = 1 << 20;
 
 /// What went wrong with the store.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -82,42 +87,6 @@ impl Drop for Store {
     }
 }
 
-/// The local files known to be in the store, for the cache's bound.
-#[derive(Default)]
-struct Cache {
-    limit: u64,
-    limit_files: usize,
-    bytes: u64,
-    tick: u64,
-    files: HashMap<PathBuf, (u64, u64)>,
-}
-
-impl Cache {
-    /// Records `path` (of `size` bytes) as used now, then deletes the files used least recently
-    /// until the rest fit the limit; `path` itself is never deleted here.
-    fn used(&mut self, path: &Path, size: u64) {
-        self.tick += 1;
-        if let Some((old, _)) = self.files.insert(path.to_owned(), (size, self.tick)) {
-            self.bytes -= old;
-        }
-        self.bytes += size;
-        while self.bytes > self.limit || self.files.len() > self.limit_files {
-            let oldest = self
-                .files
-                .iter()
-                .filter(|(p, _)| p.as_path() != path)
-                .min_by_key(|(_, (_, tick))| *tick)
-                .map(|(p, _)| p.clone());
-            let Some(oldest) = oldest else { break };
-            if let Some((size, _)) = self.files.remove(&oldest) {
-                self.bytes -= size;
-            }
-            // Gone already (the sweep, or a client's read of it ended): nothing to free.
-            let _ = std::fs::remove_file(&oldest);
-        }
-    }
-}
-
 /// The URL forms `--store` takes.
 pub fn is_store_url(url: &str) -> bool {
     url.contains("://")
@@ -160,7 +129,6 @@ impl Store {
         let inner = builder
             .with_bucket_name(bucket)
             .with_retry(retry)
-            .with_client_options(ClientOptions::new().with_connect_timeout(Duration::from_secs(5)))
             .with_http_connector(Connector)
             .build()
             .map_err(|e| StoreError::Url(format!("--store {url}: {e}")))?;
@@ -174,11 +142,7 @@ impl Store {
             prefix: Key::from(prefix),
             runtime,
             stop: Some(stop),
-            cache: Mutex::new(Cache {
-                limit: cache_bytes,
-                limit_files: cache_files,
-                ..Cache::default()
-            }),
+            cache: Mutex::new(Cache::new(cache_bytes, cache_files)),
         })
     }
 
@@ -218,19 +182,28 @@ impl Store {
                 let upload = inner.put_multipart(&key).await?;
                 let mut writer = WriteMultipart::new_with_chunk_size(upload, PART_BYTES);
                 let mut buffer = vec![0; PART_BYTES];
-                loop {
-                    let n = match file.read(&mut buffer) {
-                        Ok(0) => break,
-                        Ok(n) => n,
-                        Err(e) => {
-                            writer.abort().await?;
-                            return Ok(Err(e));
-                        }
-                    };
-                    writer.wait_for_capacity(2).await?;
-                    writer.write(&buffer[..n]);
+                let written: object_store::Result<std::io::Result<()>> = async {
+                    loop {
+                        let n = match file.read(&mut buffer) {
+                            Ok(0) => return Ok(Ok(())),
+                            Ok(n) => n,
+                            Err(e) => return Ok(Err(e)),
+                        };
+                        writer.wait_for_capacity(2).await?;
+                        writer.write(&buffer[..n]);
+                    }
                 }
-                writer.finish().await.map(|_| Ok(()))
+                .await;
+                // An upload left incomplete is kept (and billed) by S3 until a lifecycle rule
+                // clears it: abort it on every way out but success (`finish` aborts its own).
+                match written {
+                    Ok(Ok(())) => writer.finish().await.map(|_| Ok(())),
+                    Ok(Err(e)) => writer.abort().await.map(|()| Err(e)),
+                    Err(e) => {
+                        let _ = writer.abort().await;
+                        Err(e)
+                    }
+                }
             })?;
             outcome.map_err(|e| StoreError::Local {
                 path: read_path,
@@ -242,17 +215,23 @@ impl Store {
     }
 
     /// Makes sure the file `dir/name` is there, reading `scope/name` from the store when it is
-    /// not: false when the store has no such object either.
-    pub fn fetch(&self, scope: &str, dir: &Path, name: &str) -> Result<bool, StoreError> {
+    /// not: false when the store has no such object either. `prefix` is the offload files'
+    /// (`config.prefix`), for the name of the partial file.
+    pub fn fetch(&self, scope: &str, dir: &Path, name: &str, prefix: &str) -> Result<bool, StoreError> {
         let path = dir.join(name);
-        if let Ok(meta) = std::fs::metadata(&path) {
-            self.used(&path, meta.len());
+        if std::fs::metadata(&path).is_ok() {
+            self.cache
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .touch(&path);
             return Ok(true);
         }
         let key = self.key(scope, &path)?;
-        // Written under a name no handle and no sweep takes for an offload, then renamed into
-        // place, so a reader never sees half an object.
-        let partial = dir.join(format!(".{name}.fetch-{}", ulid::Ulid::generate()));
+        // Written as a temporary of the component's naming (`.{prefix}-{op}-{ULID}.jsonl.tmp`,
+        // a fresh ULID, so two fetches at once never share one), then renamed into place: a
+        // reader never sees half an object, no handle names it, the caps count it, and the
+        // sweep deletes one left by a process that died while fetching.
+        let partial = dir.join(format!(".{prefix}-fetch-{}.jsonl.tmp", ulid::Ulid::generate()));
         let inner = self.inner.clone();
         let target = partial.clone();
         let fetched = self.run(async move {
@@ -321,7 +300,8 @@ impl Store {
             let mut objects = Vec::new();
             let mut listing = inner.list(Some(&prefix));
             while let Some(meta) = listing.next().await {
-                let meta = meta?;
+                // A key object_store cannot parse is no offload of ours: skipped.
+                let Ok(meta) = meta else { continue };
                 let Some(name) = meta
                     .location
                     .prefix_match(&scope_prefix)
@@ -337,43 +317,73 @@ impl Store {
         Ok(objects)
     }
 
-    /// Deletes the objects under `scope` (every principal's, for `""`) that have expired at
+    /// Deletes the offload objects `depth` folders below `scope` (0: the scope's own; 1 with
+    /// scope `""`: every principal's, as `lro proxy --listen` keeps them) that have expired at
     /// `now_ms`, by the rule the sweep applies to local files
     /// ([`lro_core::custodian::stored_expiry`]): an object whose last modification plus
     /// `ttl_ms` is still ahead is not read at all; any other has its header read. Returns how
     /// many were deleted. Several replicas may sweep at once: deleting a missing key succeeds.
-    pub fn sweep(&self, scope: &str, prefix: &str, ttl_ms: u64, now_ms: u64) -> Result<u32, StoreError> {
+    pub fn sweep(&self, scope: &str, depth: usize, prefix: &str, ttl_ms: u64, now_ms: u64) -> Result<u32, StoreError> {
         let (inner, base) = (self.inner.clone(), self.scope_key(scope));
-        let prefix = prefix.to_owned();
+        let base_parts = base.parts().count();
+        let (prefix, url) = (prefix.to_owned(), self.url.clone());
         self.run(async move {
-            let mut deleted = 0;
             let mut listing = inner.list(Some(&base));
-            let mut candidates = Vec::new();
+            let (mut candidates, mut listed, mut failed) = (Vec::new(), false, None);
             while let Some(meta) = listing.next().await {
-                let meta = meta?;
+                // One key object_store cannot parse (S3 allows `//`, `..`, control
+                // characters), or one object that cannot be read, must not stop the sweep of
+                // all the others: each is skipped and the last such error reported.
+                let meta = match meta {
+                    Ok(meta) => meta,
+                    Err(e) => {
+                        failed = Some(e);
+                        continue;
+                    }
+                };
+                listed = true;
+                // Offloads lie exactly `depth` folders below the scope; anything deeper or
+                // shallower is another writer's.
+                if meta.location.parts().count() != base_parts + depth + 1 {
+                    continue;
+                }
                 let modified = u64::try_from(meta.last_modified.timestamp_millis()).unwrap_or(0);
-                if modified.saturating_add(ttl_ms) <= now_ms {
+                if modified.saturating_add(ttl_ms) <= now_ms && meta.size > 0 {
                     candidates.push((meta.location, modified, meta.size));
                 }
             }
+            let mut deleted = 0;
             for (key, modified, size) in candidates {
                 let Some(name) = key.filename().map(str::to_owned) else {
                     continue;
                 };
-                let head = match inner.get_range(&key, 0..HEAD_BYTES.min(size)).await {
+                if lro_core::custodian::stored_expiry(&prefix, &name, b"", modified, ttl_ms).is_none() {
+                    continue;
+                }
+                let head = match read_header(&*inner, &key, size).await {
                     Ok(head) => head,
                     Err(object_store::Error::NotFound { .. }) => continue,
-                    Err(e) => return Err(e),
+                    Err(e) => {
+                        failed = Some(e);
+                        continue;
+                    }
                 };
                 let expiry = lro_core::custodian::stored_expiry(&prefix, &name, &head, modified, ttl_ms);
                 if expiry.is_some_and(|at| at <= now_ms) {
                     match inner.delete(&key).await {
                         Ok(()) | Err(object_store::Error::NotFound { .. }) => deleted += 1,
-                        Err(e) => return Err(e),
+                        Err(e) => failed = Some(e),
                     }
                 }
             }
-            Ok(deleted)
+            match failed {
+                Some(e) if !listed => Err(e),
+                Some(e) => {
+                    eprintln!("lro: sweeping {url}: skipped an object: {}", describe(&e));
+                    Ok(deleted)
+                }
+                None => Ok(deleted),
+            }
         })
     }
 
@@ -418,10 +428,24 @@ impl Store {
         };
         match receive.recv() {
             Ok(Ok(value)) => Ok(value),
-            Ok(Err(e)) => Err(unavailable(describe(&e))),
+            Ok(Err(e)) => {
+                // The whole error (request URLs, the store's reply, which may name accounts)
+                // is for the operator; a client is told what kind of failure it was.
+                eprintln!("lro: the store {}: {}", self.url, describe(&e));
+                Err(unavailable(category(&e).to_owned()))
+            }
             Err(_) => Err(unavailable("its thread has stopped".to_owned())),
         }
     }
+}
+
+/// The first line of the object `key` (of `size` bytes), as far as the local sweep would read.
+async fn read_header(store: &dyn ObjectStore, key: &Key, size: u64) -> object_store::Result<Vec<u8>> {
+    let head = store.get_range(key, 0..HEAD_BYTES.min(size)).await?;
+    if head.contains(&b'\n') || size <= HEAD_BYTES {
+        return Ok(head.to_vec());
+    }
+    Ok(store.get_range(key, 0..MAX_HEADER_BYTES.min(size)).await?.to_vec())
 }
 
 trait KeyExt {
@@ -448,6 +472,29 @@ fn describe(error: &object_store::Error) -> String {
         source = cause.source();
     }
     text
+}
+
+/// What kind of failure `error` was, in words a client may be shown.
+fn category(error: &object_store::Error) -> &'static str {
+    let text = describe(error);
+    let has = |words: &[&str]| words.iter().any(|w| text.contains(w));
+    if has(&["Connection refused", "tcp connect error", "dns error", "Connect"]) {
+        "it could not be reached"
+    } else if has(&["timed out", "Timeout", "deadline"]) {
+        "it did not answer in time"
+    } else if has(&[
+        "AccessDenied",
+        "Forbidden",
+        "403",
+        "InvalidAccessKeyId",
+        "SignatureDoesNotMatch",
+    ]) {
+        "it refused the credentials"
+    } else if has(&["NoSuchBucket"]) {
+        "the bucket does not exist"
+    } else {
+        "a request to it failed"
+    }
 }
 
 /// A new file only its owner can read, for a fetched object.
@@ -530,64 +577,4 @@ fn spawn_runtime() -> std::io::Result<(tokio::runtime::Handle, tokio::sync::ones
 }
 
 #[cfg(test)]
-mod tests {
-    use super::{Cache, parse_url};
-
-    #[test]
-    fn a_store_url_is_a_bucket_and_a_clean_prefix() {
-        assert_eq!(parse_url("s3://offloads").unwrap(), ("offloads".into(), String::new()));
-        assert_eq!(
-            parse_url("s3://offloads/team/a/").unwrap(),
-            ("offloads".into(), "team/a".into())
-        );
-        for wrong in [
-            "s3://",
-            "s3://Upper",
-            "s3://ab",
-            "gs://offloads",
-            "s3://b-/x",
-            "s3://offloads/../x",
-            "/tmp/dir",
-        ] {
-            let e = parse_url(wrong).unwrap_err().to_string();
-            assert!(e.starts_with(&format!("--store {wrong}: ")), "{e}");
-            assert!(e.contains("expected s3://BUCKET"), "{e}");
-        }
-    }
-
-    #[test]
-    fn the_cache_deletes_the_least_recently_used_files_beyond_its_limit_but_never_the_newest() {
-        let dir = tempfile::tempdir().unwrap();
-        let file = |n: &str| {
-            let path = dir.path().join(n);
-            std::fs::write(&path, [0u8; 10]).unwrap();
-            path
-        };
-        let (a, b, c) = (file("a"), file("b"), file("c"));
-        let mut cache = Cache {
-            limit: 25,
-            limit_files: 10,
-            ..Cache::default()
-        };
-        cache.used(&a, 10);
-        cache.used(&b, 10);
-        cache.used(&a, 10); // a is now the more recent
-        cache.used(&c, 10);
-        assert!(a.exists() && c.exists());
-        assert!(!b.exists(), "b was used least recently");
-        let big = file("big");
-        cache.used(&big, 100);
-        assert!(big.exists(), "the file just used stays, even alone above the limit");
-        assert!(!a.exists() && !c.exists());
-        let mut counted = Cache {
-            limit: u64::MAX,
-            limit_files: 2,
-            ..Cache::default()
-        };
-        let (d, e, f) = (file("d"), file("e"), file("f"));
-        for path in [&d, &e, &f] {
-            counted.used(path, 10);
-        }
-        assert!(!d.exists() && e.exists() && f.exists(), "at most two files are kept");
-    }
-}
+mod tests;

@@ -483,7 +483,7 @@ async fn sweep_store(store: Arc<lro_host::store::Store>, offloader: Offloader) {
         let (store, config) = (store.clone(), offloader.config.clone());
         let swept = tokio::task::spawn_blocking(move || {
             let ttl_ms = config.ttl_seconds.saturating_mul(1000);
-            store.sweep("", &config.prefix, ttl_ms, lro_host::mcp::now_ms())
+            store.sweep("", 1, &config.prefix, ttl_ms, lro_host::mcp::now_ms())
         })
         .await;
         if let Ok(Err(e)) = swept {

@@ -145,6 +145,8 @@ async fn offloader_for(state: &State, principal: &str) -> Result<Offloader, Stri
     let store = state.listen.store.clone().map(|store| lro_host::mcp::Stored {
         store,
         scope: principal.to_owned(),
+        // `listen::sweep_store` sweeps every principal's objects.
+        sweeps: false,
     });
     let offloader = Offloader {
         handles: true,
