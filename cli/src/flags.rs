@@ -185,7 +185,8 @@ pub struct ProxyArgs {
     pub idle: Option<u64>,
     /// With --listen: where offloads are kept for every replica, `s3://BUCKET[/PREFIX]` (S3 or
     /// an S3-compatible store, reached with the AWS_* variables), or a local directory, which
-    /// is --output-dir [default: ATLATL_PROMPT__OFFLOAD__STORE, else the offload directory alone].
+    /// is --output-dir [default: ATLATL_PROMPT__OFFLOAD__STORE, else `store` in the --config
+    /// file, else the offload directory alone].
     #[arg(long, value_name = "URL", requires = "listen")]
     pub store: Option<String>,
     /// With --listen and an s3:// --store: the most megabytes of stored offloads kept on this

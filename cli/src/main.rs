@@ -9,7 +9,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::bail;
+use anyhow::{Context, bail};
 use clap::Parser;
 use lro_host::{ComponentError, Event, Options, Runtime};
 
@@ -106,7 +106,16 @@ pub(crate) fn writing_config(
     file: Option<&std::path::Path>,
     flags: &[lro_host::config::Flag],
 ) -> anyhow::Result<lro_host::Config> {
-    let config = config(runtime, file, flags)?;
+    writing_config_of(runtime, config_file(file)?.0, flags)
+}
+
+/// [`writing_config`] with the file already read by [`config_file`].
+pub(crate) fn writing_config_of(
+    runtime: &Runtime,
+    file: Option<lro_host::ConfigDocument>,
+    flags: &[lro_host::config::Flag],
+) -> anyhow::Result<lro_host::Config> {
+    let config = lro_host::config::from_environment_document(runtime, file, flags)?;
     if config.ttl_seconds == 0 {
         bail!(
             "ttl_seconds is 0 (from --ttl, ATLATL_PROMPT__OFFLOAD__TTL_SECONDS or the config file): every file would be expired as it is written; give at least 1"
@@ -121,5 +130,42 @@ pub(crate) fn config(
     file: Option<&std::path::Path>,
     flags: &[lro_host::config::Flag],
 ) -> anyhow::Result<lro_host::Config> {
-    Ok(lro_host::config::from_environment(runtime, file, flags)?)
+    Ok(lro_host::config::from_environment_document(
+        runtime,
+        config_file(file)?.0,
+        flags,
+    )?)
+}
+
+/// The `--config` file as the component is given it, and its `[prompt.offload]` `store` key
+/// (`lro proxy --listen`'s store, docs/CONFIGURATION.md), which is taken out of the text: the
+/// component's configuration has no such key. A file that is not TOML goes as it is, for the
+/// component to say what is wrong with it.
+pub(crate) fn config_file(
+    file: Option<&std::path::Path>,
+) -> anyhow::Result<(Option<lro_host::ConfigDocument>, Option<String>)> {
+    let Some(path) = file else {
+        return Ok((None, None));
+    };
+    let mut document = lro_host::config::document(path)?;
+    let Ok(mut table) = toml::from_str::<toml::Table>(&document.text) else {
+        return Ok((Some(document), None));
+    };
+    let store = table
+        .get_mut("prompt")
+        .and_then(toml::Value::as_table_mut)
+        .and_then(|prompt| prompt.get_mut("offload"))
+        .and_then(toml::Value::as_table_mut)
+        .and_then(|offload| offload.remove("store"));
+    let store = match store {
+        None => return Ok((Some(document), None)),
+        Some(toml::Value::String(store)) => store,
+        Some(other) => bail!(
+            "prompt.offload.store (from {}): expected a string (s3://BUCKET[/PREFIX] or a directory), got {other}",
+            document.name
+        ),
+    };
+    document.text =
+        toml::to_string(&table).with_context(|| format!("rewriting {} without its store key", document.name))?;
+    Ok((Some(document), Some(store)))
 }

@@ -58,23 +58,24 @@ pub fn env_var(key: &str) -> String {
     format!("{ENV_PREFIX}{}", key.to_ascii_uppercase())
 }
 
-/// The layers over the defaults, lowest first: `file` (if any), the variables of `env` under
-/// [`ENV_PREFIX`] (others are not passed on), then `flags`. Reads the file.
+/// The TOML file `path`, as a layer names and reads it.
+pub fn document(path: &Path) -> Result<ConfigDocument, ConfigError> {
+    Ok(ConfigDocument {
+        name: path.display().to_string(),
+        text: std::fs::read_to_string(path).map_err(|e| ConfigError::File {
+            path: path.to_owned(),
+            message: e.to_string(),
+        })?,
+    })
+}
+
+/// The layers over the defaults, lowest first: `file` (if any, read by [`document`]), the
+/// variables of `env` under [`ENV_PREFIX`] (others are not passed on), then `flags`.
 pub fn layers(
-    file: Option<&Path>,
+    file: Option<ConfigDocument>,
     env: impl IntoIterator<Item = (String, String)>,
     flags: &[Flag],
 ) -> Result<ConfigLayers, ConfigError> {
-    let file = match file {
-        None => None,
-        Some(path) => Some(ConfigDocument {
-            name: path.display().to_string(),
-            text: std::fs::read_to_string(path).map_err(|e| ConfigError::File {
-                path: path.to_owned(),
-                message: e.to_string(),
-            })?,
-        }),
-    };
     Ok(ConfigLayers {
         file,
         environment: env
@@ -99,7 +100,7 @@ pub fn layers(
 pub fn load(
     runtime: &Runtime,
     base: &Config,
-    file: Option<&Path>,
+    file: Option<ConfigDocument>,
     env: impl IntoIterator<Item = (String, String)>,
     flags: &[Flag],
 ) -> Result<Config, ConfigError> {
@@ -107,12 +108,23 @@ pub fn load(
 }
 
 /// The variable naming the store (`lro proxy --listen --store`): read by the host that keeps
-/// one, never passed to the component, which knows no `store` key.
+/// one, never passed to the component, which knows no `store` key (the `lro` command takes the
+/// key out of a configuration file too).
 pub const STORE_VAR: &str = "ATLATL_PROMPT__OFFLOAD__STORE";
 
 /// The component's defaults with `file`, the process environment and `flags` layered over
 /// them. A configuration variable whose value is not UTF-8 is an error naming it.
 pub fn from_environment(runtime: &Runtime, file: Option<&Path>, flags: &[Flag]) -> Result<Config, ConfigError> {
+    from_environment_document(runtime, file.map(document).transpose()?, flags)
+}
+
+/// [`from_environment`] with the file's text already read (and, by `lro proxy`, its `store`
+/// key taken out: [`STORE_VAR`]).
+pub fn from_environment_document(
+    runtime: &Runtime,
+    file: Option<ConfigDocument>,
+    flags: &[Flag],
+) -> Result<Config, ConfigError> {
     let mut env = Vec::new();
     for (name, value) in std::env::vars_os() {
         let Some(name) = name.to_str().filter(|n| n.starts_with(ENV_PREFIX) && *n != STORE_VAR) else {

@@ -75,10 +75,11 @@ def bucket(s3):
 class Replica:
     """One `lro proxy --listen --store` with a disk of its own, as on another machine."""
 
-    def __init__(self, directory: Path, s3: S3, *flags: str, env: dict | None = None):
+    def __init__(self, directory: Path, s3: S3, *flags: str, env: dict | None = None, store_flag: bool = True):
         self.out = directory
+        store = ["--store", f"s3://{BUCKET}/team"] if store_flag else []
         command = [LRO, "proxy", "--listen", "127.0.0.1:0", "--output-dir", str(self.out), "--threshold", "500",
-                   "--store", f"s3://{BUCKET}/team", *flags, "--", *MEMORY]
+                   *store, *flags, "--", *MEMORY]
         self.process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
                                         env={**os.environ, **s3.env, **(env or {})})
         self.lines: list[str] = []
@@ -276,6 +277,34 @@ def test_objects_another_writer_put_in_the_bucket_are_neither_listed_nor_swept_n
 
     run(main())
     assert bucket.keys() == sorted(planted), "the offload was swept, and nothing else"
+
+
+def test_the_store_may_be_named_by_the_variable_or_the_configuration_file(tmp_path, bucket):
+    config = tmp_path / "lro.toml"
+    config.write_text(f'[prompt.offload]\nstore = "s3://{BUCKET}/team"\nttl_seconds = 600\n')
+    tokens = str(tokens_file(tmp_path))
+    a = Replica(tmp_path / "a", bucket, "--tokens", tokens, store_flag=False,
+                env={"ATLATL_PROMPT__OFFLOAD__STORE": f"s3://{BUCKET}/team"})
+    b = Replica(tmp_path / "b", bucket, "--tokens", tokens, "--config", str(config), store_flag=False)
+    try:
+        assert any(f"keeping offloads in s3://{BUCKET}/team" in line for line in a.lines + b.lines)
+
+        async def main():
+            async with client(a.url, "2026-07-28", ALICE) as on_a:
+                handle = (await offload(on_a))["file_path"]
+            async with client(b.url, "legacy", ALICE) as on_b:
+                return (await count(on_b, handle)).content[0].text
+
+        assert run(main()) == "200"
+    finally:
+        a.stop()
+        b.stop()
+    # Every other command takes the same file: the key is the proxy's, and left alone there.
+    done = subprocess.run([LRO, "recipes", "--config", str(config)], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    config.write_text('[prompt.offload]\nstore = 3\n')
+    done = subprocess.run([LRO, "recipes", "--config", str(config)], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and "prompt.offload.store (from " in done.stderr and "expected a string" in done.stderr, done.stderr
 
 
 def test_a_store_over_plain_http_needs_aws_allow_http(replicas, bucket):

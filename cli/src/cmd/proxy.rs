@@ -22,7 +22,8 @@ pub fn run(cli: &Cli, args: &ProxyArgs) -> anyhow::Result<()> {
             "--store {store} and --output-dir {dir} name two directories; a local store is the offload directory, give one"
         );
     }
-    let store = store_url(args);
+    let (file, file_store) = crate::config_file(args.config.config.as_deref())?;
+    let store = store_url(args, file_store);
     if args.store.is_none()
         && let Some(dir) = store.as_ref().filter(|s| !is_store_url(s))
     {
@@ -31,12 +32,16 @@ pub fn run(cli: &Cli, args: &ProxyArgs) -> anyhow::Result<()> {
             0,
             lro_host::config::Flag {
                 key: "output_dir",
-                name: STORE_VAR,
+                name: if std::env::var(STORE_VAR).is_ok_and(|v| !v.is_empty()) {
+                    STORE_VAR
+                } else {
+                    "the config file's store"
+                },
                 value: dir.clone(),
             },
         );
     }
-    let config = crate::writing_config(&runtime, args.config.config.as_deref(), &flags)?;
+    let config = crate::writing_config_of(&runtime, file, &flags)?;
     let offloader = Offloader::prepare(runtime, config).context("preparing the offload directory")?;
     let mut headers = HeaderMap::new();
     for text in &args.headers {
@@ -53,7 +58,7 @@ pub fn run(cli: &Cli, args: &ProxyArgs) -> anyhow::Result<()> {
         .build()
         .context("starting the async runtime")?;
     if let Some(address) = &args.listen {
-        return listen(&tokio, args, address, offloader, headers, grace);
+        return listen(&tokio, args, address, offloader, headers, grace, store);
     }
     // Large messages go to disk as they are read, in the directory the component reads.
     let spool = spool::SpoolDir::new(std::path::Path::new(&offloader.config.output_dir));
@@ -110,6 +115,7 @@ fn listen(
     offloader: Offloader,
     headers: HeaderMap,
     grace: Duration,
+    store: Option<String>,
 ) -> anyhow::Result<()> {
     let address = listen::auth::listen_address(text)?;
     let tokens = args.tokens.as_deref().map(listen::auth::Tokens::read).transpose()?;
@@ -136,7 +142,7 @@ fn listen(
         None if args.command.is_empty() => bail!("no upstream command given"),
         None => listen::Upstream::Command(args.command.clone()),
     };
-    let store = match store_url(args).filter(|s| is_store_url(s)) {
+    let store = match store.filter(|s| is_store_url(s)) {
         None if args.cache_mb.is_some() => bail!("--cache-mb is for an s3:// --store, and none is given"),
         None => None,
         Some(url) => {
@@ -193,12 +199,15 @@ fn listen(
     std::process::exit(128 + signal)
 }
 
-/// `--store`, else the variable [`STORE_VAR`], for `--listen`.
-fn store_url(args: &ProxyArgs) -> Option<String> {
+/// `--store`, else the variable [`STORE_VAR`], else the configuration file's `store` key
+/// (`file`), for `--listen`.
+fn store_url(args: &ProxyArgs, file: Option<String>) -> Option<String> {
     args.listen.as_ref()?;
     args.store
         .clone()
-        .or_else(|| std::env::var(STORE_VAR).ok().filter(|v| !v.is_empty()))
+        .or_else(|| std::env::var(STORE_VAR).ok())
+        .or(file)
+        .filter(|v| !v.is_empty())
 }
 
 /// The first of SIGTERM, SIGINT and SIGHUP to arrive, by number; never, if none can be watched.
