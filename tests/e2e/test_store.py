@@ -162,6 +162,24 @@ def test_an_offload_made_on_one_replica_is_extracted_listed_and_read_on_the_othe
     assert refused.status_code == 401
 
 
+def test_an_offload_above_the_part_size_goes_up_in_parts_and_comes_back_whole(replicas, bucket):
+    a, b = replicas()
+
+    async def main():
+        async with client(a.url, "legacy", ALICE) as on_a:
+            handle = (await offload(on_a, query="x" * 400, limit=20_000))["file_path"]
+        async with client(b.url, "2026-07-28", ALICE) as on_b:
+            return handle, (await count(on_b, handle)).content[0].text
+
+    handle, counted = run(main())
+    assert counted == "20000"
+    name = handle.removeprefix("lro://offload/")
+    stored = bucket.client.head_object(Bucket=BUCKET, Key=f"team/alice/{name}")
+    assert stored["ContentLength"] > 8 << 20, "above 8 MiB: a multipart upload"
+    assert "-" in stored["ETag"], "S3 marks a multipart upload's ETag with its part count"
+    assert (b.out / "alice" / name).read_bytes() == (a.out / "alice" / name).read_bytes()
+
+
 def test_an_expired_handle_is_reported_and_its_object_swept(replicas, bucket):
     a, b = replicas("--ttl", "2")
 

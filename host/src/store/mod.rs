@@ -13,7 +13,7 @@
 
 use std::collections::HashMap;
 use std::future::Future;
-use std::io::{Read, Write};
+use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -22,6 +22,7 @@ use futures_util::StreamExt;
 use object_store::aws::{AmazonS3, AmazonS3Builder};
 use object_store::path::Path as Key;
 use object_store::{ObjectStore, ObjectStoreExt, PutPayload, RetryConfig, WriteMultipart};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 mod cache;
 mod client;
@@ -182,9 +183,11 @@ impl Store {
                 let upload = inner.put_multipart(&key).await?;
                 let mut writer = WriteMultipart::new_with_chunk_size(upload, PART_BYTES);
                 let mut buffer = vec![0; PART_BYTES];
+                // As in `fetch`: the disk's time off the store's thread.
+                let mut file = tokio::fs::File::from_std(file);
                 let written: object_store::Result<std::io::Result<()>> = async {
                     loop {
-                        let n = match file.read(&mut buffer) {
+                        let n = match file.read(&mut buffer).await {
                             Ok(0) => return Ok(Ok(())),
                             Ok(n) => n,
                             Err(e) => return Ok(Err(e)),
@@ -241,17 +244,23 @@ impl Store {
                 Err(e) => return Err(e),
             };
             let mut stream = got.into_stream();
+            // tokio's file: the disk's time is not taken from the thread every store request
+            // of the process runs on.
             let mut file = match private_file(&target) {
-                Ok(file) => file,
+                Ok(file) => tokio::fs::File::from_std(file),
                 Err(e) => return Ok(Err(e)),
             };
             let mut size = 0u64;
             while let Some(chunk) = stream.next().await {
                 let chunk = chunk?;
                 size += chunk.len() as u64;
-                if let Err(e) = file.write_all(&chunk) {
+                if let Err(e) = file.write_all(&chunk).await {
                     return Ok(Err(e));
                 }
+            }
+            // Written out before the rename puts it in place.
+            if let Err(e) = file.flush().await {
+                return Ok(Err(e));
             }
             Ok(Ok(Some(size)))
         });
