@@ -14,7 +14,7 @@
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { dirname, join, resolve } from 'node:path';
+import { basename, dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ComponentError, findComponent } from './component.js';
 import { patchGlue } from './glue.js';
@@ -82,5 +82,7 @@ try {
 writeFileSync(join(gen, 'lro.d.ts'), declarations({ table, methods: METHODS, defaults }));
 
 const sha256 = createHash('sha256').update(readFileSync(wasm)).digest('hex');
-writeFileSync(join(gen, 'source.json'), `${JSON.stringify({ wasm: resolve(wasm), sha256 }, null, 2)}\n`);
+// The component's file name only: gen/ goes into the package, and a path would publish the
+// machine it was built on. The digest is what the tests check.
+writeFileSync(join(gen, 'source.json'), `${JSON.stringify({ wasm: basename(wasm), sha256 }, null, 2)}\n`);
 console.error(`${gen} built from ${wasm} (sha256 ${sha256.slice(0, 12)}) and ${wit}`);
