@@ -282,11 +282,7 @@ impl<S: ServerHandler> ServerHandler for WithLro<S> {
             Ok(ToolOutcome::Unchanged(_)) => None,
             Ok(ToolOutcome::Offloaded(offloaded)) => {
                 self.files.remember(&tool, &offloaded.files, offloaded.tokens);
-                Some(
-                    self.shared
-                        .offloader
-                        .name_by_handles(&offloaded.result, &offloaded.files),
-                )
+                Some(offloaded.result)
             }
             Ok(ToolOutcome::Degraded(degraded)) => {
                 eprintln!("lro: {tool}: {}", degraded.warning);

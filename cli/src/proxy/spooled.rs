@@ -159,9 +159,7 @@ fn intercept(
             Ok(ToolOutcome::Unchanged(_)) => None,
             Ok(ToolOutcome::Offloaded(offloaded)) => {
                 files.remember(&call.tool, &offloaded.files, offloaded.tokens);
-                // As `tools::intercept` does: with `--listen`, the client is given handles.
-                let named = offloader.name_by_handles(&offloaded.result, &offloaded.files);
-                Some(edit::rebase(&head, &named))
+                Some(edit::rebase(&head, &offloaded.result))
             }
             Ok(ToolOutcome::Degraded(degraded)) => {
                 eprintln!("lro proxy: {}: {}", call.tool, degraded.warning);

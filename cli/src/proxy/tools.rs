@@ -135,8 +135,7 @@ pub fn intercept(relay: &Relay, call: Call, line: Vec<u8>, place: Place) {
             // The component prints the members it does not replace (`_meta`, ...) its own way.
             Ok(ToolOutcome::Offloaded(offloaded)) => {
                 files.remember(&call.tool, &offloaded.files, offloaded.tokens);
-                let named = offloader.name_by_handles(&offloaded.result, &offloaded.files);
-                Some(edit::rebase(result, &named))
+                Some(edit::rebase(result, &offloaded.result))
             }
             Ok(ToolOutcome::Degraded(degraded)) => {
                 eprintln!("lro proxy: {}: {}", call.tool, degraded.warning);

@@ -99,13 +99,25 @@ impl Offloader {
     /// offloader's configuration; with a [`Offloader::store`], the files are written through to
     /// it before the answer, and a store that cannot take them degrades the result (the spec's
     /// fallback, an `offload-write-failed` event naming the store's error) and leaves no file.
+    /// With [`Offloader::handles`] on, an offloaded result names its files by handle
+    /// ([`Offloader::name_by_handles`]); `files` keeps their paths.
     pub fn intercept(&self, call: &crate::ToolCall) -> Result<crate::ToolOutcome, Error> {
         let outcome = self.runtime.intercept(&self.config, call)?;
         #[cfg(feature = "store")]
         if let Some(problem) = self.write_through(&outcome) {
             return self.runtime.intercept_refused(&self.config, call, None, problem);
         }
-        Ok(outcome)
+        Ok(self.named(outcome))
+    }
+
+    /// `outcome` with an offloaded result's files named as [`Offloader::handles`] says.
+    fn named(&self, mut outcome: crate::ToolOutcome) -> crate::ToolOutcome {
+        if let crate::ToolOutcome::Offloaded(offloaded) = &mut outcome
+            && self.handles
+        {
+            offloaded.result = self.name_by_handles(&offloaded.result, &offloaded.files);
+        }
+        outcome
     }
 
     /// [`Offloader::intercept`] for a result held in a file of the offload directory
@@ -122,7 +134,7 @@ impl Offloader {
                 .runtime
                 .intercept_refused(&self.config, call, Some(source), problem);
         }
-        Ok(outcome)
+        Ok(self.named(outcome))
     }
 
     /// How often to sweep while serving: every `ttl/2`, at least once a second and at most once

@@ -405,14 +405,14 @@ impl Store {
                 path: path.to_owned(),
                 message: "not a file name the store can hold".to_owned(),
             })?;
-        Ok(self.scope_key(scope).clone_with(name))
+        Ok(self.scope_key(scope).join(name))
     }
 
     fn scope_key(&self, scope: &str) -> Key {
         scope
             .split('/')
             .filter(|p| !p.is_empty())
-            .fold(self.prefix.clone(), |key, part| key.clone_with(part))
+            .fold(self.prefix.clone(), |key, part| key.join(part))
     }
 
     fn used(&self, path: &Path, size: u64) {
@@ -455,16 +455,6 @@ async fn read_header(store: &dyn ObjectStore, key: &Key, size: u64) -> object_st
         return Ok(head.to_vec());
     }
     Ok(store.get_range(key, 0..MAX_HEADER_BYTES.min(size)).await?.to_vec())
-}
-
-trait KeyExt {
-    fn clone_with(&self, part: &str) -> Key;
-}
-
-impl KeyExt for Key {
-    fn clone_with(&self, part: &str) -> Key {
-        self.clone().join(part)
-    }
 }
 
 /// An object_store error as one line: the request's error and what caused it, without the
