@@ -39,6 +39,39 @@ INITIALIZE = {
 }
 
 
+def listening(command: list[str], env: dict | None = None) -> tuple[subprocess.Popen, list[str], str]:
+    """Starts an `lro proxy --listen` command: the process, the lines it writes to stderr (kept
+    up to date), and the URL it serves once it says so."""
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
+    lines: list[str] = []
+    ready = threading.Event()
+
+    def read():
+        for line in process.stderr:
+            lines.append(line)
+            if "serving MCP at" in line:
+                ready.set()
+        ready.set()
+
+    threading.Thread(target=read, daemon=True).start()
+    ready.wait(30)
+    found = [re.search(r"serving MCP at (http://\S+/mcp)", line) for line in lines]
+    url = next((m.group(1) for m in found if m), None)
+    assert url, f"the proxy did not start: {''.join(lines)}"
+    return process, lines, url
+
+
+def stop(process: subprocess.Popen):
+    """SIGTERM, as a service manager stops the proxy; SIGKILL if it has not exited in 15 s."""
+    if process.poll() is None:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
 class Proxy:
     """`lro proxy --listen 127.0.0.1:0` in front of the memory server, and what it says."""
 
@@ -46,36 +79,14 @@ class Proxy:
         self.out = tmp_path / "out"
         command = [LRO, "proxy", "--listen", "127.0.0.1:0", "--output-dir", str(self.out),
                    "--threshold", str(threshold), *flags, "--", *MEMORY]
-        self.process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-        self.lines: list[str] = []
-        ready = threading.Event()
-
-        def read():
-            for line in self.process.stderr:
-                self.lines.append(line)
-                if "serving MCP at" in line:
-                    ready.set()
-            ready.set()
-
-        threading.Thread(target=read, daemon=True).start()
-        ready.wait(30)
-        found = [re.search(r"serving MCP at (http://\S+/mcp)", line) for line in self.lines]
-        url = next((m.group(1) for m in found if m), None)
-        assert url, f"the proxy did not start: {''.join(self.lines)}"
-        self.url = url
+        self.process, self.lines, self.url = listening(command)
 
     def children(self) -> list[int]:
         out = subprocess.run(["pgrep", "-P", str(self.process.pid)], capture_output=True, text=True).stdout
         return [int(pid) for pid in out.split()]
 
     def stop(self):
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(15)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+        stop(self.process)
 
 
 @pytest.fixture

@@ -9,10 +9,7 @@ Run by `bash tests/run`; LRO_BIN names the `lro` binary (default target/debug/lr
 import asyncio
 import json
 import os
-import re
-import signal
 import subprocess
-import threading
 import time
 from pathlib import Path
 
@@ -20,7 +17,7 @@ import boto3
 import httpx2
 import pytest
 from moto.server import ThreadedMotoServer
-from test_listen import ALICE, BOB, HEADERS, INITIALIZE, LRO, MEMORY, client, count, messages, offload, run, tokens_file
+from test_listen import ALICE, BOB, HEADERS, INITIALIZE, LRO, MEMORY, client, count, listening, messages, offload, run, stop, tokens_file
 
 BUCKET = "offloads"
 
@@ -80,36 +77,13 @@ class Replica:
         store = ["--store", f"s3://{BUCKET}/team"] if store_flag else []
         command = [LRO, "proxy", "--listen", "127.0.0.1:0", "--output-dir", str(self.out), "--threshold", "500",
                    *store, *flags, "--", *MEMORY]
-        self.process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                                        env={**os.environ, **s3.env, **(env or {})})
-        self.lines: list[str] = []
-        ready = threading.Event()
-
-        def read():
-            for line in self.process.stderr:
-                self.lines.append(line)
-                if "serving MCP at" in line:
-                    ready.set()
-            ready.set()
-
-        threading.Thread(target=read, daemon=True).start()
-        ready.wait(30)
-        found = [re.search(r"serving MCP at (http://\S+/mcp)", line) for line in self.lines]
-        url = next((m.group(1) for m in found if m), None)
-        assert url, f"the proxy did not start: {''.join(self.lines)}"
-        self.url = url
+        self.process, self.lines, self.url = listening(command, {**os.environ, **s3.env, **(env or {})})
 
     def files(self, principal: str) -> list[Path]:
         return sorted((self.out / principal).glob("*.jsonl"))
 
     def stop(self):
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(15)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+        stop(self.process)
 
 
 @pytest.fixture
