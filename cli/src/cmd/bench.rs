@@ -31,7 +31,7 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
         started.elapsed().as_secs_f64(),
         bench::environment(),
         figures.markdown,
-        include_str!("../../../docs/BENCH-NOTES.md")
+        include_str!("../../BENCH-NOTES.md")
     );
     print!("{report}");
     if let Some(path) = &args.write {
