@@ -3,6 +3,7 @@
 // target directory, so a warm build is a no-op for both).
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
+import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
 
 /** Thrown with a message that says what to do; build.js prints it and exits 1. */
@@ -36,6 +37,9 @@ export function findComponent(repo, env = process.env) {
     if (name === 'RUSTC_WORKSPACE_WRAPPER' && env.LRO_LINT_GUEST === '1') continue;
     delete childEnv[name];
   }
+  // As host/build.rs (remap_cargo_home): cargo's home reads `cargo` in the component's panic
+  // locations, which a package would otherwise publish.
+  childEnv.CARGO_ENCODED_RUSTFLAGS = `--remap-path-prefix=${env.CARGO_HOME ?? join(homedir(), '.cargo')}=cargo`;
   console.error(`LRO_WASM is not set: building the component (cargo ${args.join(' ')})`);
   // stdin closed: rustc probes the target by reading a program from stdin.
   const run = spawnSync('cargo', args, { cwd: repo, env: childEnv, stdio: ['ignore', 'inherit', 'inherit'] });

@@ -9,7 +9,7 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { chmodSync, cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { homedir, tmpdir } from 'node:os';
 import { basename, delimiter, dirname, join, resolve } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -114,12 +114,13 @@ describe('the npm package lro-wasm', () => {
     assert.ok(listed.some((f) => /^gen\/interfaces\/.*\.d\.ts$/.test(f)), 'the tarball lacks jco\'s interface declarations');
     const stray = listed.filter((f) => /^(test|scripts|examples|node_modules)\/|\.tgz$/.test(f));
     assert.deepEqual(stray, [], 'nothing but the package itself');
-    // Nothing of the builder's machine: no path of the checkout, the copy it was packed from, or
-    // the component it was built from, in any file (a registry would publish them).
+    // Nothing of the builder's machine: no path of the checkout, the copy it was packed from, the
+    // component it was built from, or cargo's home (host/build.rs remaps it in the component's
+    // panic locations), in any file (a registry would publish them).
     const unpacked = join(work, 'unpacked');
     mkdirSync(unpacked);
     run('tar', ['-xzf', tarball, '-C', unpacked], { cwd: work });
-    const machine = [REPO, tree, dirname(process.env.LRO_WASM)].map((p) => resolve(p));
+    const machine = [REPO, tree, dirname(process.env.LRO_WASM), process.env.CARGO_HOME ?? join(homedir(), '.cargo')].map((p) => resolve(p));
     for (const file of listed) {
       const bytes = readFileSync(join(unpacked, 'package', file));
       for (const path of machine) {

@@ -95,6 +95,9 @@ def _put_component() -> None:
                  "CARGO_TARGET_DIR", "CARGO_MAKEFLAGS", "MAKEFLAGS", "MFLAGS"):
         if not (name == "RUSTC_WORKSPACE_WRAPPER" and env.get("LRO_LINT_GUEST") == "1"):
             env.pop(name, None)
+    # As host/build.rs (remap_cargo_home): cargo's home reads `cargo` in the component's panic
+    # locations, which a package would otherwise publish.
+    env["CARGO_ENCODED_RUSTFLAGS"] = f"--remap-path-prefix={os.environ.get('CARGO_HOME') or Path.home() / '.cargo'}=cargo"
     command = [cargo, "build", "-p", "lro-guest", "--target", "wasm32-wasip2", "--release",
                "--target-dir", str(REPO / "target" / "guest")]
     print(f"lro-wasm: {CARGO_COMMAND}", file=sys.stderr)

@@ -104,6 +104,12 @@ def build_wheel(out: Path) -> Path:
         if os.environ.get("LRO_WASM"):
             assert z.read("lro_wasm/lro.wasm") == Path(os.environ["LRO_WASM"]).read_bytes(), \
                 "the wheel bundles another component than $LRO_WASM"
+        # Nothing of the builder's machine, which a registry would publish: the checkout, or
+        # cargo's home (host/build.rs remaps it in the component's panic locations).
+        machine = [str(REPO), os.environ.get("CARGO_HOME") or str(Path.home() / ".cargo")]
+        for name in z.namelist():
+            data = z.read(name)
+            assert not [m for m in machine if m.encode() in data], f"{name} names a path of the machine that built it"
     return wheel
 
 
