@@ -343,6 +343,17 @@ fn every_artifact_carries_the_one_version() {
     );
     let package: serde_json::Value = serde_json::from_str(&read("bindings/node/package.json")).unwrap();
     assert_eq!(package["version"].as_str(), Some(version), "package.json");
+    // lro-cli on npm, and the platform packages it names (packaging/build writes theirs with the
+    // workspace's version); the wheel's version is Cargo's own (maturin).
+    let cli: serde_json::Value = serde_json::from_str(&read("packaging/npm/lro-cli/package.json")).unwrap();
+    assert_eq!(
+        cli["version"].as_str(),
+        Some(version),
+        "packaging/npm/lro-cli/package.json"
+    );
+    for (name, wanted) in cli["optionalDependencies"].as_object().unwrap() {
+        assert_eq!(wanted.as_str(), Some(version), "lro-cli's optional dependency {name}");
+    }
     assert!(
         read("CHANGELOG.md").contains(&format!("## {version}")),
         "CHANGELOG.md has an entry for {version}"
