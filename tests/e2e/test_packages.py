@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 from mcp import Client, StdioServerParameters
 
-from test_proxy import FILESYSTEM, ROOT, printed_call, records
+from test_proxy import FILESYSTEM, LRO, ROOT, printed_call, records
 
 VERSION = tomllib.loads((ROOT / "Cargo.toml").read_text())["workspace"]["package"]["version"]
 NPM = ROOT / "packaging" / "npm" / "lro-cli"
@@ -109,7 +109,7 @@ def drive(lro: Path, project: Path, out: Path, started: float) -> float:
     return asyncio.run(asyncio.wait_for(main(), 120))
 
 
-def test_the_wheel_installs_with_no_rust_and_no_network_and_proxies(built, tmp_path, project):
+def test_the_wheel_installs_with_no_rust_and_no_network_and_proxies(built, tmp_path, project, capsys):
     wheel = one(built, "lro_cli-*.whl")
     venv = tmp_path / "venv"
     run([sys.executable, "-m", "venv", venv], what="python -m venv")
@@ -120,11 +120,12 @@ def test_the_wheel_installs_with_no_rust_and_no_network_and_proxies(built, tmp_p
     lro = venv / "bin" / "lro"
     assert run([lro, "--version"], what="lro --version").stdout.strip() == f"lro {VERSION}"
     first = drive(lro, project, tmp_path / "offloads", started)
-    print(f"\nlro-cli wheel: {wheel.name} {wheel.stat().st_size:,} bytes; "
-          f"{first:.1f} s from `pip install` to the first answered tools/list")
+    with capsys.disabled():
+        print(f"\nlro-cli wheel: {wheel.name} {wheel.stat().st_size:,} bytes; "
+              f"{first:.1f} s from `pip install` to the first answered tools/list")
 
 
-def test_the_npm_packages_install_with_no_rust_and_no_network_and_proxy(built, tmp_path, project):
+def test_the_npm_packages_install_with_no_rust_and_no_network_and_proxy(built, tmp_path, project, capsys):
     main = built / f"lro-cli-{VERSION}.tgz"
     platform = one(built, "lro-cli-*-*.tgz")
     app = tmp_path / "app"
@@ -136,8 +137,9 @@ def test_the_npm_packages_install_with_no_rust_and_no_network_and_proxy(built, t
     lro = app / "node_modules" / ".bin" / "lro"
     assert run([lro, "--version"], what="lro --version").stdout.strip() == f"lro {VERSION}"
     first = drive(lro, project, tmp_path / "offloads", started)
-    print(f"\nlro-cli npm: {main.name} {main.stat().st_size:,} bytes, {platform.name} "
-          f"{platform.stat().st_size:,} bytes; {first:.1f} s from `npm install` to the first answered tools/list")
+    with capsys.disabled():
+        print(f"\nlro-cli npm: {main.name} {main.stat().st_size:,} bytes, {platform.name} "
+              f"{platform.stat().st_size:,} bytes; {first:.1f} s from `npm install` to the first answered tools/list")
 
 
 def test_without_its_platform_package_the_npm_command_says_what_to_do(built, tmp_path):
@@ -151,7 +153,7 @@ def test_without_its_platform_package_the_npm_command_says_what_to_do(built, tmp
     assert "lro-cli-linux-x64-gnu" in done.stderr and "--omit=optional" in done.stderr, done.stderr
     # LRO_BINARY names a binary for a platform no package covers.
     done = subprocess.run([app / "node_modules" / ".bin" / "lro", "--version"], capture_output=True, text=True,
-                          env={**os.environ, "LRO_BINARY": str(ROOT / "target" / "debug" / "lro")})
+                          env={**os.environ, "LRO_BINARY": LRO})
     assert done.returncode == 0 and done.stdout.strip() == f"lro {VERSION}", done.stderr
 
 
@@ -215,7 +217,7 @@ def test_the_crates_build_lro_from_the_packages_alone(built):
             if crate.name.startswith("lro-host-"):
                 # The component inside, the one the test build embeds; and the WIT bindgen! reads.
                 packaged = archive.extractfile(f"{crate.stem}/lro.wasm").read()
-                embedded = subprocess.run([ROOT / "target" / "debug" / "lro", "component"],
+                embedded = subprocess.run([LRO, "component"],
                                           capture_output=True, check=True).stdout
                 assert packaged == embedded
                 assert f"{crate.stem}/wit/world.wit" in archive.getnames()
