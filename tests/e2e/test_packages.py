@@ -58,8 +58,7 @@ def run(command: list, *, what: str, env: dict | None = None, cwd: Path | None =
 def built(tmp_path_factory) -> Path:
     """packaging/build's output for this machine, from the build the tests already made."""
     out = tmp_path_factory.mktemp("packages")
-    # Niced: it compiles the crates while the other suites run (tests/run).
-    run(["nice", "-n", "10", "bash", ROOT / "packaging" / "build", "--out", out, "--profile", "dev",
+    run(["bash", ROOT / "packaging" / "build", "--out", out, "--profile", "dev",
          "--python", sys.executable, "--crates"], what="packaging/build")
     return out
 
